@@ -10,3 +10,5 @@ Modules (one per concern):
 from . import theory, datasets  # noqa: F401
 
 __version__ = "0.1.0"
+
+from .fit import fit, FitResult  # noqa: E402,F401

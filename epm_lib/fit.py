@@ -1,0 +1,291 @@
+"""``epm_lib.fit``: run one of the four samplers on a binary matrix.
+
+The Python layer validates the input, extracts the ones of X (CSR order),
+initialises the state, calls one numba sweep per iteration and records the
+traces; the maths lives in ``epm_lib.models``. Chapters of Part II derive
+each sweep; ``fit`` runs the very same kernels.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+
+from .distributions import cepm_grid
+from .metrics import bernoulli_tdll, tdauc_pr
+from .models import common, gamma_epm, depm, idepm
+
+__all__ = ["fit", "FitResult", "MODELS", "prepare_matrix", "init_state", "DEFAULT_K_INIT"]
+
+MODELS = ("EPM", "CEPM", "DEPM", "IDEPM")
+#: IDEPM start: customers spread at random over this many atoms (capped at the number of ones).
+DEFAULT_K_INIT = 100
+
+
+@dataclass
+class FitResult:
+    """What ``fit`` returns. Arrays of length ``n_iter`` hold one value per Gibbs iteration."""
+    model: str
+    T: int | None
+    K: np.ndarray                 # active atoms (atoms holding at least one count) after each iteration
+    seconds: np.ndarray           # cumulative wall time of the sweeps (test evaluation excluded)
+    tdll_trace: np.ndarray        # test-data log likelihood of each iteration's sample (NaN without test)
+    test_prob: np.ndarray | None  # posterior mean of 1 - exp(-rate) at the test entries, last n_avg iterations
+    tdll: float                   # mean Bernoulli log likelihood of the test labels under test_prob
+    tdauc_pr: float               # average precision of test_prob
+    hyper: dict                   # hyperparameter traces, name -> array (n_iter,)
+    M: np.ndarray                 # total latent count sum_ij m_ij. after each iteration
+    state: dict                   # the final sample (factors, lambda, counts or seating)
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def K_mean(self) -> float:
+        """Mean number of active atoms over the last ``n_avg`` iterations."""
+        return float(self.K[-self.settings["n_avg"]:].mean())
+
+
+# ----------------------------------------------------------------------------------------------
+# validation
+# ----------------------------------------------------------------------------------------------
+
+def prepare_matrix(X):
+    """Validate a binary matrix and return (I, J, rows, cols) of its ones in CSR order."""
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"X must be a 2-d matrix, got {X.ndim} dimensions")
+        Xc = sp.csr_matrix(X, copy=True)
+        data = Xc.data
+        if data.dtype.kind not in "biuf":
+            raise ValueError(f"X must be numeric, got dtype {data.dtype}")
+        if data.dtype.kind == "f" and np.isnan(data).any():
+            raise ValueError("X contains NaN; a binary matrix must hold only 0 and 1")
+        bad = (data != 0) & (data != 1)
+        if bad.any():
+            raise ValueError(f"X must be binary (0/1); found {int(bad.sum())} entries with other values, "
+                             f"e.g. {data[bad][0]!r}")
+        Xc.sum_duplicates()
+        Xc.eliminate_zeros()
+        Xc.sort_indices()
+        I, J = Xc.shape
+        rows = np.repeat(np.arange(I, dtype=np.int64), np.diff(Xc.indptr))
+        cols = Xc.indices.astype(np.int64)
+    else:
+        A = np.asarray(X)
+        if A.ndim != 2:
+            raise ValueError(f"X must be a 2-d matrix, got shape {A.shape}")
+        if A.dtype.kind not in "biuf":
+            raise ValueError(f"X must be numeric or boolean, got dtype {A.dtype}")
+        if A.dtype.kind == "f" and np.isnan(A).any():
+            raise ValueError("X contains NaN; a binary matrix must hold only 0 and 1")
+        bad = (A != 0) & (A != 1)
+        if bad.any():
+            raise ValueError(f"X must be binary (0/1); found {int(bad.sum())} entries with other values, "
+                             f"e.g. {A[bad][0]!r}")
+        I, J = A.shape
+        rows, cols = np.nonzero(A)
+        rows, cols = rows.astype(np.int64), cols.astype(np.int64)
+    if I < 1 or J < 1:
+        raise ValueError(f"X must have at least one row and one column, got shape {(I, J)}")
+    if rows.size == 0:
+        raise ValueError("X has no ones: there is nothing to partition")
+    return I, J, rows, cols
+
+
+def _check_test(test, I, J, rows, cols):
+    if test is None:
+        return None
+    if not isinstance(test, (tuple, list)) or len(test) != 3:
+        raise ValueError("test must be None or a tuple (rows, cols, labels) of held-out entries")
+    tr, tc, tl = (np.asarray(a) for a in test)
+    for name, a in (("test rows", tr), ("test cols", tc), ("test labels", tl)):
+        if a.ndim != 1:
+            raise ValueError(f"{name} must be a 1-d array, got shape {a.shape}")
+        if a.dtype.kind not in "biuf" or (a.dtype.kind == "f" and not np.all(np.isfinite(a))):
+            raise ValueError(f"{name} must hold finite numbers, got dtype {a.dtype}")
+    if not (tr.shape == tc.shape == tl.shape):
+        raise ValueError(f"test rows, cols and labels must have the same length, got "
+                         f"{tr.shape[0]}, {tc.shape[0]}, {tl.shape[0]}")
+    if tr.size == 0:
+        raise ValueError("test holds no entries")
+    if np.any(tr != np.round(tr)) or np.any(tc != np.round(tc)):
+        raise ValueError("test rows and cols must be integer indices")
+    tr, tc = tr.astype(np.int64), tc.astype(np.int64)
+    if tr.min() < 0 or tr.max() >= I or tc.min() < 0 or tc.max() >= J:
+        raise ValueError(f"test entries out of range for X of shape {(I, J)}")
+    if np.any((tl != 0) & (tl != 1)):
+        raise ValueError("test labels must be 0 or 1")
+    key_x = rows * J + cols
+    key_t = tr * J + tc
+    clash = np.isin(key_t, key_x)
+    if clash.any():
+        e = int(np.flatnonzero(clash)[0])
+        raise ValueError(f"{int(clash.sum())} test entries are ones of the training matrix X "
+                         f"(e.g. ({tr[e]}, {tc[e]})); held-out entries must be set to zero in X")
+    return tr, tc, tl.astype(np.int8)
+
+
+def _check_int(name, v, lo):
+    if isinstance(v, bool) or not isinstance(v, Integral) or v < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
+def _check_pos(name, v):
+    if isinstance(v, bool) or not isinstance(v, Real) or not (v > 0) or not math.isfinite(v):
+        raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+    return float(v)
+
+
+# ----------------------------------------------------------------------------------------------
+# initial state
+# ----------------------------------------------------------------------------------------------
+
+def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
+    """The initial state of a sampler (documented in the Part II chapters).
+
+    Hyperparameters start at 1. EPM/CEPM: U, V drawn from Gamma(1, 1);
+    DEPM: the columns of phi, psi from Dirichlet(1, ..., 1); truncated models:
+    lambda_k = gamma0/(c0 T), its prior mean, so that every atom starts with
+    an equal share and the sampler has to *shrink* the model. IDEPM: one
+    customer per one of X, seated uniformly at random at ``K_init`` atoms.
+    """
+    if model in ("EPM", "CEPM"):
+        h = np.ones(6)
+        U = rng.gamma(1.0, 1.0, size=(I, T))
+        V = rng.gamma(1.0, 1.0, size=(J, T))
+        lam = np.full(T, 1.0 / T)
+        return dict(U=U, V=V, lam=lam, h=h)
+    if model == "DEPM":
+        h = np.ones(4)
+        phi = rng.dirichlet(np.ones(I), size=T).T.copy()
+        psi = rng.dirichlet(np.ones(J), size=T).T.copy()
+        lam = np.full(T, 1.0 / T)
+        return dict(phi=phi, psi=psi, lam=lam, h=h)
+    h = np.ones(4)
+    nnz = rows.shape[0]
+    K0 = min(K_init, nnz)
+    offsets = np.arange(nnz + 1, dtype=np.int64)
+    z = rng.integers(0, K0, size=nnz).astype(np.int64)
+    # make the labels contiguous (0..K-1) so that K_init atoms really are distinct and active
+    _, z = np.unique(z, return_inverse=True)
+    return dict(offsets=offsets, z=z.astype(np.int64), h=h)
+
+
+# ----------------------------------------------------------------------------------------------
+# the driver
+# ----------------------------------------------------------------------------------------------
+
+def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=None,
+        a_update="exact", progress=False, e0=0.01, f0=0.01):
+    """Run a Gibbs sampler of the EPM, CEPM, DEPM (truncated at ``T``) or IDEPM on a binary matrix.
+
+    Parameters
+    ----------
+    X : (I, J) binary numpy array or scipy.sparse matrix, the training matrix.
+    model : "EPM", "CEPM", "DEPM" or "IDEPM".
+    T : truncation level (int >= 1) for the truncated models; must be None for the IDEPM.
+    n_iter, n_avg : Gibbs iterations, and how many final ones are averaged (Sec. 5: 600 and 100).
+    seed : seed of the one ``numpy.random.Generator`` that drives the whole run;
+        the same seed gives bit-identical results.
+    test : None or (rows, cols, labels): held-out entries, which must be zeros of X.
+    K_init : IDEPM only: number of atoms the customers start spread over
+        (default ``DEFAULT_K_INIT`` = 100, capped at the number of ones); ignored by
+        the truncated models.
+    a_update : "exact" (default) or "paper": the EPM's a1, a2 update as printed in the
+        paper (Eq. 25, without lambda_k) and the CEPM's grid weight as printed
+        (Eq. 28 without the factor (b1 + q_k)^(-m_..k)). Only for the EPM and CEPM.
+    progress : show a tqdm progress bar.
+    e0, f0 : the Gamma(e0, f0) hyperprior of every hyperparameter (Sec. 5: 0.01, 0.01).
+    """
+    if not isinstance(model, str) or model.upper() not in MODELS:
+        raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
+    model = model.upper()
+    if a_update not in ("exact", "paper"):
+        raise ValueError(f"a_update must be 'exact' or 'paper', got {a_update!r}")
+    if a_update == "paper" and model not in ("EPM", "CEPM"):
+        raise ValueError(f"a_update='paper' exists only for the EPM and CEPM (their a1, a2 updates); "
+                         f"the {model} has no such update")
+    if model == "IDEPM":
+        if T is not None:
+            raise ValueError("the IDEPM is not truncated: T must be None")
+        K_init = DEFAULT_K_INIT if K_init is None else _check_int("K_init", K_init, 1)
+    else:
+        if T is None:
+            raise ValueError(f"the {model} is truncated: give T, an integer >= 1")
+        T = _check_int("T", T, 1)
+    n_iter = _check_int("n_iter", n_iter, 1)
+    n_avg = _check_int("n_avg", n_avg, 1)
+    if n_avg > n_iter:
+        raise ValueError(f"n_avg = {n_avg} exceeds n_iter = {n_iter}")
+    e0, f0 = _check_pos("e0", e0), _check_pos("f0", f0)
+    I, J, rows, cols = prepare_matrix(X)
+    test = _check_test(test, I, J, rows, cols)
+
+    rng = np.random.default_rng(seed)
+    st = init_state(model, rng, I, J, rows, cols, T=T, K_init=K_init)
+    names = gamma_epm.HYPER_NAMES if model in ("EPM", "CEPM") else depm.HYPER_NAMES
+    hyper = {n: np.empty(n_iter) for n in names}
+    K = np.empty(n_iter, dtype=np.int64)
+    M = np.empty(n_iter, dtype=np.int64)
+    seconds = np.empty(n_iter)
+    tdll_trace = np.full(n_iter, np.nan)
+    prob_sum = np.zeros(test[0].shape[0]) if test is not None else None
+    if model != "IDEPM":
+        m_ik = np.zeros((I, T), dtype=np.int64)
+        m_jk = np.zeros((J, T), dtype=np.int64)
+        m_k = np.zeros(T, dtype=np.int64)
+    grid = cepm_grid()
+    paper = a_update == "paper"
+
+    iterator = range(n_iter)
+    if progress:
+        from tqdm.auto import tqdm
+        iterator = tqdm(iterator, desc=f"{model}" + (f"-{T}" if T else ""), unit="it")
+    elapsed = 0.0
+    for it in iterator:
+        t0 = time.perf_counter()
+        if model in ("EPM", "CEPM"):
+            M[it] = gamma_epm.epm_sweep(rng, rows, cols, st["U"], st["V"], st["lam"], st["h"],
+                                        m_ik, m_jk, m_k, e0, f0, model == "CEPM", float(I), float(J),
+                                        paper, grid)
+            K[it] = int(np.count_nonzero(m_k))
+            R, C, lam = st["U"], st["V"], st["lam"]
+        elif model == "DEPM":
+            M[it] = depm.depm_sweep(rng, rows, cols, st["phi"], st["psi"], st["lam"], st["h"],
+                                    m_ik, m_jk, m_k, e0, f0)
+            K[it] = int(np.count_nonzero(m_k))
+            R, C, lam = st["phi"], st["psi"], st["lam"]
+        else:
+            offsets, z, phi, psi, lam, Kp = idepm.idepm_sweep(rng, rows, cols, st["offsets"], st["z"],
+                                                              I, J, st["h"], e0, f0)
+            st.update(offsets=offsets, z=z, phi=phi, psi=psi, lam=lam)
+            K[it] = Kp
+            M[it] = z.shape[0]
+            R, C = phi, psi
+        elapsed += time.perf_counter() - t0
+        seconds[it] = elapsed
+        for n, v in zip(names, st["h"]):
+            hyper[n][it] = v
+        if test is not None:
+            rates = common.link_rates(test[0], test[1], R, C, lam)
+            tdll_trace[it] = common.tdll_from_rates(rates, test[2])
+            if it >= n_iter - n_avg:
+                prob_sum += -np.expm1(-rates)
+    if test is not None:
+        test_prob = prob_sum / n_avg
+        tdll = bernoulli_tdll(test[2], test_prob)
+        auc = tdauc_pr(test[2], test_prob)
+    else:
+        test_prob, tdll, auc = None, float("nan"), float("nan")
+    if model != "IDEPM":
+        st.update(m_ik=m_ik, m_jk=m_jk, m_k=m_k)
+    st["rows"], st["cols"] = rows, cols
+    settings = dict(model=model, T=T, n_iter=n_iter, n_avg=n_avg, seed=seed, K_init=K_init,
+                    a_update=a_update, e0=e0, f0=f0, shape=(I, J), nnz=int(rows.size),
+                    n_test=0 if test is None else int(test[0].size))
+    return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
+                     tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings)

@@ -1,0 +1,127 @@
+"""Kernels shared by the truncated samplers (EPM, CEPM, DEPM) and the IDEPM's m-step.
+
+The binary matrix enters as the row and column indices of its ones (CSR
+order); latent counts are only ever drawn for these entries (zeros of X have
+m_ij. = 0 with probability one, Eq. (10)), and only their aggregates
+m_i.k (I x T), m_.jk (J x T) and m_..k (T) are kept. Derived in
+``chapters/11_epm_sampler``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..distributions import sample_ztp, sample_crt, sample_log_beta
+
+__all__ = [
+    "sample_latent_counts", "link_rates", "crt_sum",
+    "dirichlet_multinomial_aux", "tdll_from_rates",
+]
+
+
+@njit(cache=True)
+def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
+    """The m-step, Eqs. (10)-(11): for every one of X, m_ij. ~ ZTP(sum_k R_ik C_jk lam_k),
+    then its partition over atoms ~ Multinomial(m_ij.; R_ik C_jk lam_k / sum).
+
+    ``R`` is U (EPM/CEPM) or phi (DEPM), ``C`` is V or psi. The aggregates
+    m_i.k, m_.jk, m_..k are written into ``m_ik``, ``m_jk``, ``m_k``
+    (overwritten). Returns the total number of customers M. Cost
+    O(nnz x T): one pass over the ones, no dense I x J x T array.
+    """
+    I, T = R.shape
+    m_ik[:, :] = 0
+    m_jk[:, :] = 0
+    m_k[:] = 0
+    Rl = np.empty((I, T))
+    for i in range(I):
+        for k in range(T):
+            Rl[i, k] = R[i, k] * lam[k]
+    cum = np.empty(T)
+    M = 0
+    for e in range(rows.shape[0]):
+        i = rows[e]
+        j = cols[e]
+        s = 0.0
+        for k in range(T):
+            s += Rl[i, k] * C[j, k]
+            cum[k] = s
+        n = sample_ztp(rng, s)
+        M += n
+        for _ in range(n):
+            if s > 0.0:
+                u = rng.random() * s
+                # binary search for the first k with cum[k] > u
+                lo = 0
+                hi = T - 1
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if cum[mid] > u:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                k = lo
+            else:                       # all weights underflowed: the limit is uniform
+                k = int(rng.random() * T)
+            m_ik[i, k] += 1
+            m_jk[j, k] += 1
+            m_k[k] += 1
+    return M
+
+
+@njit(cache=True)
+def link_rates(rows, cols, R, C, lam):
+    """Poisson rates sum_k R_ik C_jk lam_k at the given entries only (Eq. 1)."""
+    out = np.empty(rows.shape[0])
+    T = lam.shape[0]
+    for e in range(rows.shape[0]):
+        i = rows[e]
+        j = cols[e]
+        s = 0.0
+        for k in range(T):
+            s += R[i, k] * C[j, k] * lam[k]
+        out[e] = s
+    return out
+
+
+@njit(cache=True)
+def tdll_from_rates(rates, labels):
+    """Mean Bernoulli log likelihood of 0/1 ``labels`` under P(x = 1) = 1 - exp(-rate)."""
+    s = 0.0
+    for e in range(rates.shape[0]):
+        r = rates[e]
+        if labels[e] != 0:
+            s += math.log(-math.expm1(-r)) if r > 0.0 else -np.inf
+        else:
+            s -= r
+    return s / rates.shape[0] if rates.shape[0] > 0 else np.nan
+
+
+@njit(cache=True)
+def crt_sum(rng, counts, r):
+    """sum over the entries of ``counts`` (any shape, flattened) of CRT(count, r): Eqs. (24), (26), (33)."""
+    flat = counts.ravel()
+    w = 0
+    for x in range(flat.shape[0]):
+        if flat[x] > 0:
+            w += sample_crt(rng, flat[x], r)
+    return w
+
+
+@njit(cache=True)
+def dirichlet_multinomial_aux(rng, m_xk, m_k, alpha, n_rows):
+    """Auxiliary draws for a symmetric Dirichlet concentration (Appendix C, Eqs. (32)-(34)).
+
+    For each atom with m_..k > 0: ln v_k with v_k ~ Beta(n_rows alpha, m_..k), and
+    w_xk ~ CRT(m_xk, alpha). Returns (sum_k ln v_k, sum_xk w_xk); then
+    alpha | - ~ Gamma(e0 + sum w, f0 - n_rows sum_k ln v_k).
+    """
+    T = m_k.shape[0]
+    slv = 0.0
+    for k in range(T):
+        if m_k[k] > 0:
+            slv += sample_log_beta(rng, n_rows * alpha, float(m_k[k]))
+    w = crt_sum(rng, m_xk, alpha)
+    return slv, w

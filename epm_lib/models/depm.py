@@ -1,0 +1,70 @@
+"""The DEPM (Sec. 4.2, Appendix C): Dirichlet columns phi, psi and a truncated gamma process.
+
+Derived step by step in ``chapters/13_depm_sampler``. Hyperparameters travel
+as ``h = [alpha1, alpha2, gamma0, c0]`` (indices ``ALPHA1 .. C0``).
+
+One sweep (``depm_sweep``):
+
+1. m-step, Eqs. (10)-(11) with (U, V) replaced by (phi, psi);
+2. alpha1 | m (collapsed over phi; Eqs. (32)-(34)), then phi | - (Eq. 30);
+3. alpha2, then psi (Eq. 31);
+4. c0 | lambda, gamma0 (Eq. 20); gamma0 | m, c0 (collapsed over lambda;
+   Eqs. (35)-(36)); lambda_k ~ Gamma(gamma0/T + m_..k, c0 + 1) (Eq. 17 with
+   sum_i phi_ik = sum_j psi_jk = 1).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..distributions import sample_gamma, sample_dirichlet
+from .common import sample_latent_counts, dirichlet_multinomial_aux
+from .gamma_epm import sample_c0, sample_gamma0, sample_lambda
+
+ALPHA1, ALPHA2, GAMMA0, C0 = range(4)
+HYPER_NAMES = ("alpha1", "alpha2", "gamma0", "c0")
+
+__all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES",
+           "sample_dirichlet_columns", "sample_concentration", "depm_sweep"]
+
+
+@njit(cache=True)
+def sample_dirichlet_columns(rng, m_xk, alpha, out):
+    """{phi_ik}_i ~ Dirichlet({alpha1 + m_i.k}_i) for every atom k (Eqs. (30)-(31)); written into ``out``."""
+    n, T = out.shape
+    conc = np.empty(n)
+    col = np.empty(n)
+    for k in range(T):
+        for x in range(n):
+            conc[x] = alpha + m_xk[x, k]
+        sample_dirichlet(rng, conc, col)
+        for x in range(n):
+            out[x, k] = col[x]
+
+
+@njit(cache=True)
+def sample_concentration(rng, m_xk, m_k, alpha, n_rows, e0, f0):
+    """alpha1 | m with phi collapsed (Eqs. (32)-(34)).
+
+    v_k ~ Beta(I alpha1, m_..k), w_ik ~ Antoniak(m_i.k, alpha1),
+    alpha1 ~ Gamma(e0 + sum w, f0 - I sum_k ln v_k).
+    """
+    slv, w = dirichlet_multinomial_aux(rng, m_xk, m_k, alpha, n_rows)
+    return sample_gamma(rng, e0 + w, f0 - n_rows * slv)
+
+
+@njit(cache=True)
+def depm_sweep(rng, rows, cols, phi, psi, lam, h, m_ik, m_jk, m_k, e0, f0):
+    """One Gibbs sweep of the truncated DEPM; updates phi, psi, lam, h and the aggregates in place. Returns M."""
+    I, T = phi.shape
+    J = psi.shape[0]
+    M = sample_latent_counts(rng, rows, cols, phi, psi, lam, m_ik, m_jk, m_k)
+    h[ALPHA1] = sample_concentration(rng, m_ik, m_k, h[ALPHA1], I, e0, f0)
+    sample_dirichlet_columns(rng, m_ik, h[ALPHA1], phi)
+    h[ALPHA2] = sample_concentration(rng, m_jk, m_k, h[ALPHA2], J, e0, f0)
+    sample_dirichlet_columns(rng, m_jk, h[ALPHA2], psi)
+    ones = np.ones(T)
+    h[C0] = sample_c0(rng, h[GAMMA0], lam.sum(), e0, f0)
+    h[GAMMA0] = sample_gamma0(rng, m_k, h[GAMMA0], h[C0], ones, e0, f0)
+    sample_lambda(rng, m_k, h[GAMMA0] / T, h[C0] + ones, lam)
+    return M

@@ -1,0 +1,189 @@
+"""The EPM (Appendix A) and the CEPM (Appendix B): gamma-distributed factors U, V.
+
+Derived step by step in ``chapters/11_epm_sampler`` (EPM) and
+``chapters/12_cepm_sampler`` (CEPM). Hyperparameters travel as a float
+array ``h = [a1, b1, a2, b2, gamma0, c0]`` (indices ``A1 .. C0``).
+
+One sweep (``epm_sweep``), in this order; steps marked *collapsed* sample
+a hyperparameter with the factor it governs integrated out, so that factor
+is redrawn right after (a partially collapsed Gibbs step, which keeps the
+chain exact):
+
+1. m-step, Eqs. (10)-(11);
+2. b1 | U, a1 (Eq. 18, with U where the paper prints phi);
+   a1 | m, V, lambda, b1 (collapsed over U; Eqs. (23)-(25) with the
+   erratum ln(b1/(b1 + lambda_k sum_j V_jk)); the CEPM instead draws a1 by
+   grid Gibbs, Eq. (28), with b1 = C1 a1 and the extra factor
+   (b1 + q_k)^(-m_..k)); U | - (Eq. 15);
+3. the same for b2, a2, V (Eqs. (16), (19));
+4. c0 | lambda, gamma0 (Eq. 20); gamma0 | m, U, V, c0 (collapsed over
+   lambda; Eqs. (26)-(27)); lambda | - (Eq. 17).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..distributions import sample_gamma, sample_log_weights
+from .common import sample_latent_counts, crt_sum
+
+A1, B1, A2, B2, GAMMA0, C0 = range(6)
+HYPER_NAMES = ("a1", "b1", "a2", "b2", "gamma0", "c0")
+
+__all__ = [
+    "A1", "B1", "A2", "B2", "GAMMA0", "C0", "HYPER_NAMES",
+    "sample_factors", "sample_lambda", "sample_rate_hyper", "sample_c0",
+    "sample_shape_augmented", "shape_grid_log_weights", "sample_shape_grid",
+    "sample_gamma0", "epm_sweep",
+]
+
+
+@njit(cache=True)
+def sample_factors(rng, m_xk, a, b, other_sum, lam, out):
+    """U_ik ~ Gamma(a1 + m_i.k, b1 + lambda_k sum_j V_jk) (Eq. 15); same form for V (Eq. 16)."""
+    n, T = out.shape
+    for k in range(T):
+        rate = b + other_sum[k] * lam[k]
+        for x in range(n):
+            out[x, k] = sample_gamma(rng, a + m_xk[x, k], rate)
+
+
+@njit(cache=True)
+def sample_lambda(rng, m_k, shape0, rate_k, out):
+    """lambda_k ~ Gamma(gamma0/T + m_..k, rate_k) (Eq. 17; rate_k = c0 + sum_i U_ik sum_j V_jk)."""
+    for k in range(out.shape[0]):
+        out[k] = sample_gamma(rng, shape0 + m_k[k], rate_k[k])
+
+
+@njit(cache=True)
+def sample_rate_hyper(rng, n_params, a, factor_sum, e0, f0):
+    """b1 ~ Gamma(e0 + I T a1, f0 + sum_ik U_ik) (Eq. 18); also b2 (Eq. 19)."""
+    return sample_gamma(rng, e0 + n_params * a, f0 + factor_sum)
+
+
+@njit(cache=True)
+def sample_c0(rng, gamma0, lam_sum, e0, f0):
+    """c0 ~ Gamma(e0 + gamma0, f0 + sum_k lambda_k) (Eq. 20)."""
+    return sample_gamma(rng, e0 + gamma0, f0 + lam_sum)
+
+
+@njit(cache=True)
+def sample_shape_augmented(rng, m_xk, a, b, q, n_rows, e0, f0):
+    """EPM shape update, U collapsed (Eqs. (23)-(25), corrected).
+
+    w_xk ~ Antoniak(m_x.k, a); a ~ Gamma(e0 + sum w, f0 + n_rows sum_k ln(1 + q_k / b)),
+    where q_k = lambda_k sum_j V_jk is the exposure of U_.k in Eq. (12). Passing
+    q_k = sum_j V_jk (without lambda_k) gives the update as printed in the paper.
+    """
+    w = crt_sum(rng, m_xk, a)
+    rate = f0
+    for k in range(q.shape[0]):
+        rate += n_rows * math.log1p(q[k] / b)
+    return sample_gamma(rng, e0 + w, rate)
+
+
+@njit(cache=True)
+def shape_grid_log_weights(grid, m_xk, m_k, q, C, n_rows, e0, f0, keep_count_factor):
+    """Log weights of the CEPM grid Gibbs step for a1 (Eq. 28, corrected), with b1 = C a1.
+
+    log P(a | -) = (e0 - 1) ln a - f0 a
+                   + sum_k [ n_rows a ln(b/(b + q_k)) - m_..k ln(b + q_k) ]
+                   + sum_xk [ ln G(a + m_x.k) - ln G(a) ],   b = C a.
+    The term -m_..k ln(b + q_k) depends on a through b; the paper's proportionality
+    (Eq. 23) drops it, which is only valid when b does not depend on a.
+    ``keep_count_factor=False`` reproduces the paper's printed form.
+    """
+    maxm = 0
+    n, T = m_xk.shape
+    for x in range(n):
+        for k in range(T):
+            if m_xk[x, k] > maxm:
+                maxm = m_xk[x, k]
+    hist = np.zeros(maxm + 1, dtype=np.int64)
+    for x in range(n):
+        for k in range(T):
+            hist[m_xk[x, k]] += 1
+    out = np.empty(grid.shape[0])
+    for g in range(grid.shape[0]):
+        a = grid[g]
+        b = C * a
+        lw = (e0 - 1.0) * math.log(a) - f0 * a
+        for k in range(T):
+            lw -= n_rows * a * math.log1p(q[k] / b)
+            if keep_count_factor:
+                lw -= m_k[k] * math.log(b + q[k])
+        lga = math.lgamma(a)
+        for v in range(1, maxm + 1):
+            if hist[v] > 0:
+                lw += hist[v] * (math.lgamma(a + v) - lga)
+        out[g] = lw
+    return out
+
+
+@njit(cache=True)
+def sample_shape_grid(rng, grid, m_xk, m_k, q, C, n_rows, e0, f0, keep_count_factor):
+    """Grid Gibbs draw of a1 for the CEPM (Appendix B), U collapsed. Returns the grid value."""
+    lw = shape_grid_log_weights(grid, m_xk, m_k, q, C, n_rows, e0, f0, keep_count_factor)
+    return grid[sample_log_weights(rng, lw)]
+
+
+@njit(cache=True)
+def sample_gamma0(rng, m_k, gamma0, c0, exposure, e0, f0):
+    """gamma0 update, lambda collapsed (Eqs. (26)-(27)).
+
+    w_k ~ Antoniak(m_..k, gamma0/T); gamma0 ~ Gamma(e0 + sum w, f0 + (1/T) sum_k ln(1 + S_k/c0)),
+    S_k = sum_i U_ik sum_j V_jk (= 1 for the DEPM, giving Eq. (36)).
+    """
+    T = m_k.shape[0]
+    w = crt_sum(rng, m_k, gamma0 / T)
+    rate = f0
+    for k in range(T):
+        rate += math.log1p(exposure[k] / c0) / T
+    return sample_gamma(rng, e0 + w, rate)
+
+
+@njit(cache=True)
+def epm_sweep(rng, rows, cols, U, V, lam, h, m_ik, m_jk, m_k, e0, f0,
+              cepm, C1, C2, paper_a, grid):
+    """One Gibbs sweep of the EPM (``cepm=False``) or CEPM (``cepm=True``, b1 = C1 a1, b2 = C2 a2).
+
+    Updates U, V, lam, h and the count aggregates in place; returns M (customers).
+    ``paper_a=True`` uses the a-updates as printed in the paper (EPM: no lambda_k
+    in the log term; CEPM: grid weight without the (b + q_k)^(-m_..k) factor).
+    """
+    I, T = U.shape
+    J = V.shape[0]
+    M = sample_latent_counts(rng, rows, cols, U, V, lam, m_ik, m_jk, m_k)
+    # --- (b1, a1, U) ---
+    sumV = V.sum(axis=0)
+    q = np.empty(T)
+    for k in range(T):
+        q[k] = sumV[k] if (paper_a and not cepm) else lam[k] * sumV[k]
+    if cepm:
+        h[A1] = sample_shape_grid(rng, grid, m_ik, m_k, q, C1, I, e0, f0, not paper_a)
+        h[B1] = C1 * h[A1]
+    else:
+        h[B1] = sample_rate_hyper(rng, I * T, h[A1], U.sum(), e0, f0)
+        h[A1] = sample_shape_augmented(rng, m_ik, h[A1], h[B1], q, I, e0, f0)
+    sample_factors(rng, m_ik, h[A1], h[B1], sumV, lam, U)
+    # --- (b2, a2, V) ---
+    sumU = U.sum(axis=0)
+    for k in range(T):
+        q[k] = sumU[k] if (paper_a and not cepm) else lam[k] * sumU[k]
+    if cepm:
+        h[A2] = sample_shape_grid(rng, grid, m_jk, m_k, q, C2, J, e0, f0, not paper_a)
+        h[B2] = C2 * h[A2]
+    else:
+        h[B2] = sample_rate_hyper(rng, J * T, h[A2], V.sum(), e0, f0)
+        h[A2] = sample_shape_augmented(rng, m_jk, h[A2], h[B2], q, J, e0, f0)
+    sample_factors(rng, m_jk, h[A2], h[B2], sumU, lam, V)
+    # --- (c0, gamma0, lambda) ---
+    sumV = V.sum(axis=0)
+    S = sumU * sumV
+    h[C0] = sample_c0(rng, h[GAMMA0], lam.sum(), e0, f0)
+    h[GAMMA0] = sample_gamma0(rng, m_k, h[GAMMA0], h[C0], S, e0, f0)
+    rate = h[C0] + S
+    sample_lambda(rng, m_k, h[GAMMA0] / T, rate, lam)
+    return M
