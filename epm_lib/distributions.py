@@ -42,6 +42,9 @@ def sample_ztp(rng, rate):
     probability 1 - 5e-13). For rate >= 1 it draws Poisson(rate) until the
     draw is positive (acceptance >= 1 - 1/e), which stays fast for rates of
     1e4 and beyond. A rate <= 0 returns 1, the limit as rate -> 0.
+    A rate that is NaN, infinite or above 9.2e18 (past int64; numba's
+    Poisson then returns 0 or INT64_MIN, so the loop would never end)
+    raises ValueError.
     """
     if rate < 1.0:
         if rate <= 0.0:
@@ -55,6 +58,8 @@ def sample_ztp(rng, rate):
             p *= rate / k
             cum += p
         return k
+    if not rate <= 9.2e18:
+        raise ValueError("sample_ztp: rate is NaN, infinite or above 9.2e18")
     while True:
         k = rng.poisson(rate)
         if k > 0:
