@@ -11,4 +11,4 @@ from . import theory, datasets  # noqa: F401
 
 __version__ = "0.1.0"
 
-from .fit import fit, FitResult  # noqa: E402,F401
+from .fit import fit, FitResult, DEFAULT_K_INIT, MODELS  # noqa: E402,F401

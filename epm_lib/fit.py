@@ -180,7 +180,7 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
 # ----------------------------------------------------------------------------------------------
 
 def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=None,
-        a_update="exact", progress=False, e0=0.01, f0=0.01):
+        a_update="exact", progress=False, e0=0.01, f0=0.01, m_step="exact"):
     """Run a Gibbs sampler of the EPM, CEPM, DEPM (truncated at ``T``) or IDEPM on a binary matrix.
 
     Parameters
@@ -199,6 +199,10 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         paper (Eq. 25, without lambda_k) and the CEPM's grid weight as printed
         (Eq. 28 without the factor (b1 + q_k)^(-m_..k)). Only for the EPM and CEPM.
     progress : show a tqdm progress bar.
+    m_step : IDEPM only: "exact" (default), Metropolis-Hastings births and deaths of
+        customers that account for the atoms not in use (``idepm.birth_death_customers``),
+        or "paper", the m-step of Sec. 4.3 (Eqs. (7)-(8)), which ignores them and
+        fails the Geweke test on small matrices (``chapters/15_checking_samplers``).
     e0, f0 : the Gamma(e0, f0) hyperprior of every hyperparameter (Sec. 5: 0.01, 0.01).
     """
     if not isinstance(model, str) or model.upper() not in MODELS:
@@ -209,6 +213,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     if a_update == "paper" and model not in ("EPM", "CEPM"):
         raise ValueError(f"a_update='paper' exists only for the EPM and CEPM (their a1, a2 updates); "
                          f"the {model} has no such update")
+    if m_step not in ("exact", "paper"):
+        raise ValueError(f"m_step must be 'exact' or 'paper', got {m_step!r}")
     if model == "IDEPM":
         if T is not None:
             raise ValueError("the IDEPM is not truncated: T must be None")
@@ -261,7 +267,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
             R, C, lam = st["phi"], st["psi"], st["lam"]
         else:
             offsets, z, phi, psi, lam, Kp = idepm.idepm_sweep(rng, rows, cols, st["offsets"], st["z"],
-                                                              I, J, st["h"], e0, f0)
+                                                              I, J, st["h"], e0, f0,
+                                                              m_step == "exact", 1)
             st.update(offsets=offsets, z=z, phi=phi, psi=psi, lam=lam)
             K[it] = Kp
             M[it] = z.shape[0]
@@ -285,7 +292,7 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         st.update(m_ik=m_ik, m_jk=m_jk, m_k=m_k)
     st["rows"], st["cols"] = rows, cols
     settings = dict(model=model, T=T, n_iter=n_iter, n_avg=n_avg, seed=seed, K_init=K_init,
-                    a_update=a_update, e0=e0, f0=f0, shape=(I, J), nnz=int(rows.size),
+                    a_update=a_update, m_step=m_step if model == "IDEPM" else None, e0=e0, f0=f0, shape=(I, J), nnz=int(rows.size),
                     n_test=0 if test is None else int(test[0].size))
     return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
                      tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings)

@@ -240,12 +240,147 @@ def _active_from_counts(n_k):
 
 
 @njit(cache=True)
-def idepm_sweep(rng, rows, cols, offsets, z, I, J, h, e0, f0):
+def _new_atom(n_ik, n_jk, n_k, active, pos, n_active):
+    """Open an atom: take a free id (growing the arrays if none is left) and append it to the active list."""
+    if n_active == n_k.shape[0]:
+        n_ik, n_jk, n_k, active, pos = _grow(n_ik, n_jk, n_k, active, pos)
+    knew = -1
+    for kk in range(n_k.shape[0]):
+        if pos[kk] < 0 and n_k[kk] == 0:
+            knew = kk
+            break
+    active[n_active] = knew
+    pos[knew] = n_active
+    return n_ik, n_jk, n_k, active, pos, n_active + 1, knew
+
+
+@njit(cache=True)
+def _remove_customer(i, j, k, n_ik, n_jk, n_k, active, pos, n_active):
+    n_ik[i, k] -= 1
+    n_jk[j, k] -= 1
+    n_k[k] -= 1
+    if n_k[k] == 0:
+        p = pos[k]
+        last = active[n_active - 1]
+        active[p] = last
+        pos[last] = p
+        pos[k] = -1
+        n_active -= 1
+    return n_active
+
+
+@njit(cache=True)
+def _seat_weights(i, j, n_ik, n_jk, n_k, active, n_active, Ia1, Ja2, alpha1, alpha2, w_new, w):
+    total = 0.0
+    for a in range(n_active):
+        kk = active[a]
+        nk = n_k[kk]
+        wk = nk * (alpha1 + n_ik[i, kk]) / (Ia1 + nk) * (alpha2 + n_jk[j, kk]) / (Ja2 + nk)
+        w[a] = wk
+        total += wk
+    w[n_active] = w_new
+    return total + w_new
+
+
+@njit(cache=True)
+def birth_death_customers(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
+                          alpha1, alpha2, gamma0, c0, n_moves):
+    """The exact m-step of the collapsed sampler: Metropolis-Hastings moves on each m_ij. (x_ij = 1).
+
+    With the customers' atoms unlabelled, Theorem 4 gives the target
+    pi(m) ∝ prod_ijk 1/m_ijk! x (the atom factors of Eq. 5). A *birth* adds a
+    customer to entry (i, j), seated at atom k with probability f_k / F
+    (f_k the z-step weights of Eq. 6, f_new = gamma0/(I J), F their sum); a
+    *death* removes a customer chosen uniformly (never the last one, since
+    x_ij = 1 needs m_ij. >= 1). Each is proposed with probability 1/2, and the
+    acceptance probabilities reduce to
+        birth: min(1, F / ((c0 + 1)(m_ij. + 1))),
+        death: min(1, (c0 + 1) m_ij. / F'),   F' computed without the removed customer,
+    independent of the atom. Unlike the paper's m-step (Eqs. (7)-(8)) this
+    accounts for the atoms not yet in use. ``n_moves`` moves per entry.
+    Returns (offsets, z, n_ik, n_jk, n_k, active, pos, n_active).
+    """
+    I = n_ik.shape[0]
+    J = n_jk.shape[0]
+    Ia1 = I * alpha1
+    Ja2 = J * alpha2
+    w_new = gamma0 / (I * J)
+    nnz = rows.shape[0]
+    new_off = np.empty(nnz + 1, dtype=np.int64)
+    cap = z.shape[0] + nnz * n_moves + 16
+    new_z = np.empty(cap, dtype=np.int64)
+    w = np.empty(n_k.shape[0] + 1)
+    M = 0
+    new_off[0] = 0
+    for e in range(nnz):
+        i = rows[e]
+        j = cols[e]
+        start = M
+        for s in range(offsets[e], offsets[e + 1]):
+            new_z[M] = z[s]
+            M += 1
+        for _ in range(n_moves):
+            n = M - start
+            if w.shape[0] < n_k.shape[0] + 1:
+                w = np.empty(n_k.shape[0] + 1)
+            if rng.random() < 0.5:                                  # birth
+                F = _seat_weights(i, j, n_ik, n_jk, n_k, active, n_active, Ia1, Ja2, alpha1, alpha2, w_new, w)
+                if rng.random() * (c0 + 1.0) * (n + 1) < F:
+                    a = sample_categorical(rng, w[:n_active + 1], F)
+                    if a == n_active:
+                        n_ik, n_jk, n_k, active, pos, n_active, k = _new_atom(n_ik, n_jk, n_k, active, pos, n_active)
+                    else:
+                        k = active[a]
+                    n_ik[i, k] += 1
+                    n_jk[j, k] += 1
+                    n_k[k] += 1
+                    new_z[M] = k
+                    M += 1
+            elif n >= 2:                                            # death
+                s = start + int(rng.random() * n)
+                k = new_z[s]
+                n_active_minus = _remove_customer(i, j, k, n_ik, n_jk, n_k, active, pos, n_active)
+                if w.shape[0] < n_k.shape[0] + 1:
+                    w = np.empty(n_k.shape[0] + 1)
+                Fm = _seat_weights(i, j, n_ik, n_jk, n_k, active, n_active_minus, Ia1, Ja2, alpha1, alpha2,
+                                   w_new, w)
+                if rng.random() * Fm < (c0 + 1.0) * n:
+                    new_z[s] = new_z[M - 1]
+                    M -= 1
+                    n_active = n_active_minus
+                else:                                               # restore the customer
+                    if n_k[k] == 0:
+                        active[n_active_minus] = k
+                        pos[k] = n_active_minus
+                    n_ik[i, k] += 1
+                    n_jk[j, k] += 1
+                    n_k[k] += 1
+        new_off[e + 1] = M
+    return new_off, new_z[:M].copy(), n_ik, n_jk, n_k, active, pos, n_active
+
+
+@njit(cache=True)
+def _relabel(z, active, n_active, Kcap):
+    """Map atom ids to 0..K+-1 in the order of the active list."""
+    mp = np.full(Kcap, -1, dtype=np.int64)
+    for a in range(n_active):
+        mp[active[a]] = a
+    out = np.empty_like(z)
+    for s in range(z.shape[0]):
+        out[s] = mp[z[s]]
+    return out
+
+
+@njit(cache=True)
+def idepm_sweep(rng, rows, cols, offsets, z, I, J, h, e0, f0, exact_m=True, n_moves=1):
     """One sweep of the IDEPM's collapsed Gibbs sampler.
 
     Takes the seating (offsets, z) and returns the new one together with the
-    active atoms' (phi, psi, lambda) drawn in the m-step (used for test
-    predictions) and K+: ``(offsets, z, phi, psi, lam, K)``.
+    active atoms' (phi, psi, lambda) drawn from their posterior given the new
+    seating (used for test predictions) and K+: ``(offsets, z, phi, psi, lam, K)``;
+    atom labels in ``z`` are 0..K+-1, the columns of phi and psi.
+    ``exact_m=True`` updates m by ``birth_death_customers`` (exact);
+    ``exact_m=False`` uses the paper's m-step (Eqs. (7)-(8)).
     """
     K0 = 0
     for s in range(z.shape[0]):
@@ -257,16 +392,26 @@ def idepm_sweep(rng, rows, cols, offsets, z, I, J, h, e0, f0):
     n_ik, n_jk, n_k, active, pos, n_active = sample_assignments(
         rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
         h[ALPHA1], h[ALPHA2], h[GAMMA0])
-    phi, psi, lam = sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
-                                             h[ALPHA1], h[ALPHA2], h[C0])
-    offsets, z = resample_customers(rng, rows, cols, phi, psi, lam)
-    # relabel: drop atoms that lost all customers in the m-step
-    K = lam.shape[0]
-    n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, K)
+    if exact_m:
+        offsets, z, n_ik, n_jk, n_k, active, pos, n_active = birth_death_customers(
+            rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
+            h[ALPHA1], h[ALPHA2], h[GAMMA0], h[C0], n_moves)
+        z = _relabel(z, active, n_active, n_k.shape[0])
+        n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, max(n_active, 1))
+    else:
+        phi, psi, lam = sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
+                                                 h[ALPHA1], h[ALPHA2], h[C0])
+        offsets, z = resample_customers(rng, rows, cols, phi, psi, lam)
+        n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, max(lam.shape[0], 1))
     active, pos, n_active = _active_from_counts(n_k)
+    if n_active < n_k.shape[0]:          # atoms emptied by the m-step: relabel to 0..K+-1
+        z = _relabel(z, active, n_active, n_k.shape[0])
+        n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, max(n_active, 1))
+        active, pos, n_active = _active_from_counts(n_k)
     h[ALPHA1] = sample_concentration(rng, n_ik, n_k, h[ALPHA1], I, e0, f0)
     h[ALPHA2] = sample_concentration(rng, n_jk, n_k, h[ALPHA2], J, e0, f0)
     h[GAMMA0] = sample_gamma0_idepm(rng, n_active, h[C0], e0, f0)
     h[C0] = sample_c0_idepm(rng, n_k, active, n_active, h[GAMMA0], h[C0], e0, f0)
+    phi, psi, lam = sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
+                                             h[ALPHA1], h[ALPHA2], h[C0])
     return offsets, z, phi, psi, lam, n_active
-
