@@ -134,12 +134,10 @@ def sample_gamma(rng, shape, rate):
 
     Exact except that values below 2.2e-308 (which, in double precision,
     would be zero or subnormal) are returned as 2.2e-308, so that the
-    samplers never divide by zero or take log(0).
+    samplers never divide by zero or take log(0). (numpy's generator is exact
+    down to underflow; use ``sample_log_gamma`` when the log of a tiny draw matters.)
     """
-    if shape >= 1.0:
-        g = rng.standard_gamma(shape) / rate
-    else:
-        g = math.exp(sample_log_gamma(rng, shape)) / rate
+    g = rng.standard_gamma(shape) / rate
     return g if g > TINY else TINY
 
 

@@ -16,9 +16,35 @@ from numba import njit
 from ..distributions import sample_ztp, sample_crt, sample_log_beta
 
 __all__ = [
-    "sample_latent_counts", "link_rates", "crt_sum",
+    "row_dot", "sample_latent_counts", "link_rates", "crt_sum",
     "dirichlet_multinomial_aux", "tdll_from_rates",
 ]
+
+
+@njit(cache=True)
+def row_dot(a, b):
+    """sum_k a[k] b[k] with four interleaved accumulators.
+
+    The summation order is fixed by the code (not by the compiler, as with
+    fastmath), so results are bit-identical on every CPU, while the four
+    independent chains run about four times faster than one.
+    """
+    T = a.shape[0]
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    k = 0
+    while k + 4 <= T:
+        s0 += a[k] * b[k]
+        s1 += a[k + 1] * b[k + 1]
+        s2 += a[k + 2] * b[k + 2]
+        s3 += a[k + 3] * b[k + 3]
+        k += 4
+    while k < T:
+        s0 += a[k] * b[k]
+        k += 1
+    return (s0 + s1) + (s2 + s3)
 
 
 @njit(cache=True)
@@ -29,7 +55,9 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     ``R`` is U (EPM/CEPM) or phi (DEPM), ``C`` is V or psi. The aggregates
     m_i.k, m_.jk, m_..k are written into ``m_ik``, ``m_jk``, ``m_k``
     (overwritten). Returns the total number of customers M. Cost
-    O(nnz x T): one pass over the ones, no dense I x J x T array.
+    O(nnz x T): one pass over the ones, no dense I x J x T array. Each
+    customer is seated by inverting the cdf of its categorical law (a linear
+    scan over the atoms).
     """
     I, T = R.shape
     m_ik[:, :] = 0
@@ -39,30 +67,31 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     for i in range(I):
         for k in range(T):
             Rl[i, k] = R[i, k] * lam[k]
-    cum = np.empty(T)
+    w = np.empty(T)
     M = 0
     for e in range(rows.shape[0]):
         i = rows[e]
         j = cols[e]
-        s = 0.0
+        ri = Rl[i]
+        cj = C[j]
         for k in range(T):
-            s += Rl[i, k] * C[j, k]
-            cum[k] = s
+            w[k] = ri[k] * cj[k]
+        s = row_dot(ri, cj)
         n = sample_ztp(rng, s)
         M += n
         for _ in range(n):
+            k = T - 1
             if s > 0.0:
                 u = rng.random() * s
-                # binary search for the first k with cum[k] > u
-                lo = 0
-                hi = T - 1
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if cum[mid] > u:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                k = lo
+                acc = 0.0
+                for kk in range(T):
+                    acc += w[kk]
+                    if u < acc:
+                        k = kk
+                        break
+                else:                   # rounding left u above the running sum: last positive weight
+                    while k > 0 and w[k] <= 0.0:
+                        k -= 1
             else:                       # all weights underflowed: the limit is uniform
                 k = int(rng.random() * T)
             m_ik[i, k] += 1
@@ -73,16 +102,19 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
 
 @njit(cache=True)
 def link_rates(rows, cols, R, C, lam):
-    """Poisson rates sum_k R_ik C_jk lam_k at the given entries only (Eq. 1)."""
-    out = np.empty(rows.shape[0])
-    T = lam.shape[0]
-    for e in range(rows.shape[0]):
-        i = rows[e]
-        j = cols[e]
-        s = 0.0
+    """Poisson rates sum_k R_ik C_jk lam_k at the given entries only (Eq. 1).
+
+    O(len(rows) x T); fastest when the entries are sorted by row (as ``fit``
+    sorts the test entries), so that each row of R lam stays in cache.
+    """
+    I, T = R.shape
+    Rl = np.empty((I, T))
+    for i in range(I):
         for k in range(T):
-            s += R[i, k] * C[j, k] * lam[k]
-        out[e] = s
+            Rl[i, k] = R[i, k] * lam[k]
+    out = np.empty(rows.shape[0])
+    for e in range(rows.shape[0]):
+        out[e] = row_dot(Rl[rows[e]], C[cols[e]])
     return out
 
 

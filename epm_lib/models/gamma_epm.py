@@ -44,10 +44,12 @@ __all__ = [
 def sample_factors(rng, m_xk, a, b, other_sum, lam, out):
     """U_ik ~ Gamma(a1 + m_i.k, b1 + lambda_k sum_j V_jk) (Eq. 15); same form for V (Eq. 16)."""
     n, T = out.shape
+    rate = np.empty(T)
     for k in range(T):
-        rate = b + other_sum[k] * lam[k]
-        for x in range(n):
-            out[x, k] = sample_gamma(rng, a + m_xk[x, k], rate)
+        rate[k] = b + other_sum[k] * lam[k]
+    for x in range(n):
+        for k in range(T):
+            out[x, k] = sample_gamma(rng, a + m_xk[x, k], rate[k])
 
 
 @njit(cache=True)
