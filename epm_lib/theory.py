@@ -15,7 +15,7 @@ import math
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import gammaln
+from scipy.special import gammaln, xlogy
 
 __all__ = [
     "epm_intensity_mean",
@@ -175,22 +175,43 @@ def log_partition_likelihood(counts, alpha1, alpha2, gamma0, c0, T) -> float:
     return float(out)
 
 
+def _check_lemma1_parameters(m, phi, psi, lam):
+    """phi (I, T), psi (J, T) and lambda (T,) as finite non-negative float arrays matching m (I, J, T)."""
+    I, J, T = m.shape
+    out = []
+    for name, value, shape in (("phi", phi, (I, T)), ("psi", psi, (J, T)), ("lam", lam, (T,))):
+        arr = np.asarray(value)
+        if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+            raise ValueError(f"{name} must be a real array, got dtype {arr.dtype}")
+        if arr.shape != shape:
+            raise ValueError(f"{name} must have shape {shape} to match counts of shape {m.shape}, got {arr.shape}")
+        arr = arr.astype(float)
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+            raise ValueError(f"{name} must hold finite non-negative values")
+        out.append(arr)
+    return out
+
+
 def log_lemma1_direct(counts, phi, psi, lam) -> float:
     """log P(m, z | phi, psi, lambda) as the product of Poisson totals and categorical labels.
 
     The left-hand side of Lemma 1 (Appendix D): for every entry,
     Poisson(m_ij. ; sum_k phi_ik psi_jk lambda_k) times, for each of its
     customers, the probability phi_ik psi_jk lambda_k / sum_k' (...) of its atom.
+    ``phi`` is (I, T), ``psi`` (J, T), ``lam`` (T,), all finite and non-negative;
+    a customer on an atom of zero rate gives ``-inf``.
     """
     m = _check_counts(counts)
-    phi, psi, lam = np.asarray(phi, float), np.asarray(psi, float), np.asarray(lam, float)
+    phi, psi, lam = _check_lemma1_parameters(m, phi, psi, lam)
     rate_ijk = phi[:, None, :] * psi[None, :, :] * lam[None, None, :]
+    if np.any((m > 0) & (rate_ijk == 0.0)):
+        return -math.inf
     rate_ij = rate_ijk.sum(axis=2)
     m_ij = m.sum(axis=2)
-    out = np.sum(m_ij * np.log(rate_ij) - rate_ij - gammaln(m_ij + 1.0))
-    with np.errstate(divide="ignore"):
-        logp = np.log(rate_ijk) - np.log(rate_ij)[:, :, None]
-    out += np.sum(np.where(m > 0, m * logp, 0.0))
+    out = np.sum(xlogy(m_ij, rate_ij) - rate_ij - gammaln(m_ij + 1.0))
+    seated = m > 0                 # there rate_ijk > 0, hence rate_ij > 0 (checked above)
+    logp = np.log(np.where(seated, rate_ijk, 1.0)) - np.log(np.where(seated, rate_ij[:, :, None], 1.0))
+    out += np.sum(m * logp)
     return float(out)
 
 
@@ -198,13 +219,13 @@ def log_lemma1_factorised(counts, phi, psi, lam) -> float:
     """Lemma 1 (Eq. 37, Appendix D): the fully factorised form, valid when columns of phi and psi sum to one.
 
     prod_ij 1/m_ij.! prod_ik phi_ik^m_i.k prod_jk psi_jk^m_.jk prod_k lambda_k^m_..k e^(-lambda_k).
+    Shapes and values as for ``log_lemma1_direct``; the constraint itself is not checked.
     """
     m = _check_counts(counts)
-    phi, psi, lam = np.asarray(phi, float), np.asarray(psi, float), np.asarray(lam, float)
+    phi, psi, lam = _check_lemma1_parameters(m, phi, psi, lam)
     m_i_k, m_j_k = m.sum(axis=1), m.sum(axis=0)
     m_k = m_i_k.sum(axis=0)
     out = -np.sum(gammaln(m.sum(axis=2) + 1.0))
-    out += np.sum(np.where(m_i_k > 0, m_i_k * np.log(phi), 0.0))
-    out += np.sum(np.where(m_j_k > 0, m_j_k * np.log(psi), 0.0))
-    out += np.sum(np.where(m_k > 0, m_k * np.log(lam), 0.0) - lam)
+    out += np.sum(xlogy(m_i_k, phi)) + np.sum(xlogy(m_j_k, psi))
+    out += np.sum(xlogy(m_k, lam) - lam)
     return float(out)
