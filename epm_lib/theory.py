@@ -1,7 +1,8 @@
 """Closed forms of the paper's theory (Theorems 1-4, Lemma 1, Appendix D).
 
 Derived and checked numerically in Part I of the book:
-``chapters/02_theorem1`` (Theorem 1), ``chapters/04_cepm_depm_theorem3``
+``chapters/02_theorem1`` (Theorem 1), ``chapters/03_theorem2`` (Theorem 2: the
+expected numbers of atoms), ``chapters/04_cepm_depm_theorem3``
 (Theorem 3 of the book = the paper's ``theorem2`` label) and
 ``chapters/05_theorem4`` (Lemma 1, the truncated marginal likelihood of
 Appendix D and Theorem 4).
