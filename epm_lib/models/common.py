@@ -55,9 +55,13 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     ``R`` is U (EPM/CEPM) or phi (DEPM), ``C`` is V or psi. The aggregates
     m_i.k, m_.jk, m_..k are written into ``m_ik``, ``m_jk``, ``m_k``
     (overwritten). Returns the total number of customers M. Cost
-    O(nnz x T): one pass over the ones, no dense I x J x T array. Each
-    customer is seated by inverting the cdf of its categorical law (a linear
-    scan over the atoms).
+    O(nnz x T): one pass over the ones, no dense I x J x T array.
+
+    For speed the rate is summed in groups of four atoms, keeping the running
+    sum after each group (a coarse cdf, in a fixed order, so results are the
+    same on every CPU); each customer is then seated by a binary search over
+    the groups and a scan within its group: inversion of the exact
+    categorical cdf.
     """
     I, T = R.shape
     m_ik[:, :] = 0
@@ -67,30 +71,49 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     for i in range(I):
         for k in range(T):
             Rl[i, k] = R[i, k] * lam[k]
-    w = np.empty(T)
+    G = T // 4                      # full groups of four atoms; atoms 4G..T-1 form group G
+    P = np.empty(G + 2)             # P[g] = sum of the weights of groups < g
     M = 0
     for e in range(rows.shape[0]):
         i = rows[e]
         j = cols[e]
         ri = Rl[i]
         cj = C[j]
-        for k in range(T):
-            w[k] = ri[k] * cj[k]
-        s = row_dot(ri, cj)
+        acc = 0.0
+        P[0] = 0.0
+        for g in range(G):
+            k = 4 * g
+            acc += (ri[k] * cj[k] + ri[k + 1] * cj[k + 1]) + (ri[k + 2] * cj[k + 2] + ri[k + 3] * cj[k + 3])
+            P[g + 1] = acc
+        for k in range(4 * G, T):
+            acc += ri[k] * cj[k]
+        P[G + 1] = acc
+        s = acc
         n = sample_ztp(rng, s)
         M += n
         for _ in range(n):
-            k = T - 1
             if s > 0.0:
                 u = rng.random() * s
-                acc = 0.0
-                for kk in range(T):
-                    acc += w[kk]
-                    if u < acc:
+                lo = 0                  # first group g with P[g + 1] > u
+                hi = G
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if P[mid + 1] > u:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                k0 = 4 * lo
+                k1 = min(k0 + 4, T) if lo < G else T
+                a = P[lo]
+                k = -1
+                for kk in range(k0, k1):
+                    a += ri[kk] * cj[kk]
+                    if u < a:
                         k = kk
                         break
-                else:                   # rounding left u above the running sum: last positive weight
-                    while k > 0 and w[k] <= 0.0:
+                if k < 0 or ri[k] * cj[k] <= 0.0:   # rounding: take the group's last positive weight
+                    k = k1 - 1
+                    while k > k0 and ri[k] * cj[k] <= 0.0:
                         k -= 1
             else:                       # all weights underflowed: the limit is uniform
                 k = int(rng.random() * T)
