@@ -7,7 +7,35 @@ Modules (one per concern):
 - ``epm_lib.models``        the samplers, one module per family (Part II)
 - ``epm_lib.datasets``      the synthetic example and the real data sets
 """
-from . import theory, datasets  # noqa: F401
+import hashlib as _hashlib
+import os as _os
+from pathlib import Path as _Path
+
+import numba as _numba
+
+
+def _numba_cache_dir():
+    """A numba cache folder keyed by a hash of epm_lib's sources.
+
+    numba's on-disk cache is invalidated only when the file of the cached
+    function itself changes, not when a kernel it calls from another module
+    does; after an update of epm_lib a stale cache could run old code. Keying
+    the folder by the hash of every source file rules that out. The base is
+    ``$NUMBA_CACHE_DIR`` when set (CI sets it), else the user's cache folder.
+    """
+    here = _Path(__file__).resolve().parent
+    digest = _hashlib.sha256()
+    for path in sorted(here.rglob("*.py")):
+        digest.update(path.relative_to(here).as_posix().encode())
+        digest.update(path.read_bytes())
+    base = _os.environ.get("NUMBA_CACHE_DIR") or _os.path.join(
+        _os.environ.get("XDG_CACHE_HOME") or _os.path.join(_os.path.expanduser("~"), ".cache"), "epm_lib-numba")
+    return _os.path.join(base, "epm_lib-" + digest.hexdigest()[:16])
+
+
+_numba.config.CACHE_DIR = _numba_cache_dir()
+
+from . import theory, datasets  # noqa: E402,F401
 
 __version__ = "0.1.0"
 

@@ -415,3 +415,8 @@ def idepm_sweep(rng, rows, cols, offsets, z, I, J, h, e0, f0, exact_m=True, n_mo
     phi, psi, lam = sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
                                              h[ALPHA1], h[ALPHA2], h[C0])
     return offsets, z, phi, psi, lam, n_active
+
+
+#: public names of two helpers the IDEPM chapter uses to show the z-step weights
+seat_weights = _seat_weights
+active_from_counts = _active_from_counts
