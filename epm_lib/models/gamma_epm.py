@@ -152,6 +152,9 @@ def epm_sweep(rng, rows, cols, U, V, lam, h, m_ik, m_jk, m_k, e0, f0,
     """One Gibbs sweep of the EPM (``cepm=False``) or CEPM (``cepm=True``, b1 = C1 a1, b2 = C2 a2).
 
     Updates U, V, lam, h and the count aggregates in place; returns M (customers).
+    Totals (sum_i U_ik, sum_k lambda_k, ...) are numba's sequential sums; a step-by-step
+    rebuild that wants bit-identical results must add in the same order (not numpy's
+    pairwise ``sum``).
     ``paper_a=True`` uses the a-updates as printed in the paper (EPM: no lambda_k
     in the log term; CEPM: grid weight without the (b + q_k)^(-m_..k) factor).
     """
