@@ -1,0 +1,1027 @@
+"""The experiments of Sec. 5: cross-validation folds, one result file per run, the grid, a CLI.
+
+Sec. 5 of the paper evaluates every model by 10-fold cross-validation over *all* I x J
+entries of a binary matrix: the entries of a fold are held out as test entries, set to zero
+in the training matrix ("we set all the selected test entries as zero during the inference
+period"), and scored by the TDLL and TDAUC-PR of the posterior mean link probability over the
+last 100 of 600 Gibbs iterations. This module runs that protocol; ``epm_lib.fit`` does the
+sampling and ``epm_lib.metrics`` the scoring. The chapters of Part III read the result files
+back (``load_results``, ``summarize``) to draw Figs. 2-4.
+
+- :func:`cv_folds` / :func:`cv_fold`: the folds, a seeded permutation of the linear indices
+  ``i * J + j`` cut into ``n_folds`` contiguous pieces (sizes differ by at most one), each
+  returned as sorted ``(rows, cols)``;
+- :func:`split`: ``X`` -> (training matrix with the fold's entries set to zero,
+  ``test = (rows, cols, labels)``), the ``test`` argument of ``epm_lib.fit``;
+- :class:`Run`: one run, i.e. (data set, model, T or K_init, fold, seed, n_iter, n_avg);
+  :func:`run_one` fits it and returns its *record*, a small JSON-ready dict of numbers
+  (no samples), written by :func:`write_record` to ``results/<dataset>/<run-id>.json``
+  (temp file + ``os.replace``, so a file is either complete or absent);
+- :func:`grid` builds the runs of the paper's grid and :func:`run_grid` runs the missing ones
+  through joblib (processes, all cores by default; a Dask cluster with
+  ``joblib.parallel_config(backend="dask")``), writing each record as soon as its run ends,
+  so an interrupted grid resumes where it stopped;
+- :func:`load_results`, :func:`summarize`, :func:`format_summary`: mean +/- standard error
+  over folds per (data set, model, T);
+- ``python -m epm_lib.experiments --help``: the command line.
+
+Model names of the grid: ``"EPM"``, ``"CEPM"``, ``"DEPM"``, ``"IDEPM"`` (the samplers with the
+corrected updates) and the updates as the paper prints them: ``"EPMpaper"`` and
+``"CEPMpaper"`` (``a_update="paper"``, errata E3, E4), ``"IDEPMpaper"`` (``m_step="paper"``,
+erratum E6). The result record's format is described in ``results/README.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import datasets as _datasets
+from .fit import DEFAULT_K_INIT, fit, prepare_matrix
+
+__all__ = [
+    "PAPER_T", "PAPER_MODELS", "MODELS", "RECORD_FORMAT",
+    "cv_permutation", "cv_folds", "cv_fold", "split",
+    "DataSpec", "Run", "grid", "run_one", "make_record", "write_record", "read_record",
+    "run_grid", "GridReport", "GridError", "load_results", "summarize", "format_summary", "main",
+]
+
+#: Truncation levels of Sec. 5 (Figs. 2 and 4).
+PAPER_T = (2, 4, 8, 16, 32, 64, 128)
+#: The grid's models: the three truncated samplers, the EPM with the a-update as printed, the IDEPM.
+PAPER_MODELS = ("EPM", "EPMpaper", "CEPM", "DEPM", "IDEPM")
+#: Model name -> (sampler, a_update, m_step) passed to ``epm_lib.fit``.
+MODELS = {
+    "EPM": ("EPM", "exact", "exact"),
+    "EPMpaper": ("EPM", "paper", "exact"),
+    "CEPM": ("CEPM", "exact", "exact"),
+    "CEPMpaper": ("CEPM", "paper", "exact"),
+    "DEPM": ("DEPM", "exact", "exact"),
+    "IDEPM": ("IDEPM", "exact", "exact"),
+    "IDEPMpaper": ("IDEPM", "exact", "paper"),
+}
+_MODEL_ORDER = {m: k for k, m in enumerate(MODELS)}
+#: Version tag of the result files (bump when the layout changes).
+RECORD_FORMAT = "epm-book run record 1"
+#: Defaults of Sec. 5 (a run id mentions a setting only when it differs from these).
+DEFAULT_N_AVG, DEFAULT_N_FOLDS, DEFAULT_CV_SEED = 100, 10, 0
+#: Significant digits of the traces in a record.
+TRACE_DIGITS = 6
+
+
+def _canonical_model(name) -> str:
+    if isinstance(name, str):
+        for m in MODELS:
+            if m.lower() == name.lower():
+                return m
+    raise ValueError(f"unknown model {name!r}; choose from {', '.join(MODELS)}")
+
+
+def _int(name, v, lo=0):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    return int(v)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-validation folds
+# ---------------------------------------------------------------------------------------------
+def _check_shape(shape):
+    try:
+        I, J = (int(s) for s in shape)
+    except (TypeError, ValueError):
+        raise ValueError(f"shape must be a pair (I, J) of integers, got {shape!r}") from None
+    if I < 1 or J < 1:
+        raise ValueError(f"shape must be positive, got {(I, J)}")
+    return I, J
+
+
+def cv_permutation(shape, seed=0) -> np.ndarray:
+    """The seeded permutation of the linear indices ``i * J + j`` that defines the folds.
+
+    Equal to ``np.random.default_rng(seed).permutation(I * J)`` but held as int32 when
+    ``I * J < 2**31`` (MovieLens1M: 22.4 million entries, 90 MB instead of 180 MB).
+    """
+    I, J = _check_shape(shape)
+    n = I * J
+    perm = np.arange(n, dtype=np.int32 if n < 2**31 else np.int64)
+    np.random.default_rng(seed).shuffle(perm)
+    return perm
+
+
+def _fold_bounds(n, n_folds, fold):
+    q, r = divmod(n, n_folds)
+    start = fold * q + min(fold, r)
+    return start, start + q + (fold < r)
+
+
+def _check_folds(shape, n_folds, fold=None):
+    I, J = _check_shape(shape)
+    n_folds = _int("n_folds", n_folds, 2)
+    if n_folds > I * J:
+        raise ValueError(f"n_folds = {n_folds} exceeds the {I * J} entries of a {I} x {J} matrix")
+    if fold is not None:
+        if isinstance(fold, bool) or not isinstance(fold, (int, np.integer)) \
+                or not 0 <= fold < n_folds:
+            raise ValueError(f"fold {fold!r} is out of range: folds are 0..{n_folds - 1} "
+                             f"(n_folds = {n_folds})")
+    return I, J, n_folds
+
+
+def _entries(linear, J):
+    linear = np.sort(linear)
+    return linear // J, linear % J
+
+
+def cv_folds(shape, n_folds=10, seed=0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Split all ``I * J`` entries of a matrix into ``n_folds`` test folds (Sec. 5: 10-fold CV).
+
+    The folds are consecutive pieces of :func:`cv_permutation` (sizes differ by at most one),
+    so every entry lies in exactly one fold and the same ``(shape, n_folds, seed)`` gives the
+    same folds on every machine. Returns a list of ``(rows, cols)``, each sorted row-major
+    (the order ``fit`` evaluates test entries fastest in), int32 when ``I * J < 2**31``.
+    For one fold of a large matrix use :func:`cv_fold`.
+    """
+    I, J, n_folds = _check_folds(shape, n_folds)
+    perm = cv_permutation((I, J), seed)
+    return [_entries(perm[slice(*_fold_bounds(perm.size, n_folds, f))], J) for f in range(n_folds)]
+
+
+_PERM_CACHE: dict = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def cv_fold(shape, fold, n_folds=10, seed=0) -> tuple[np.ndarray, np.ndarray]:
+    """Fold number ``fold`` of :func:`cv_folds` (the permutation is cached: one per process)."""
+    I, J, n_folds = _check_folds(shape, n_folds, fold)
+    key = (I, J, int(seed))
+    with _CACHE_LOCK:
+        perm = _PERM_CACHE.get(key)
+        if perm is None:
+            perm = cv_permutation((I, J), seed)
+            _PERM_CACHE.clear()                       # keep one permutation (90 MB for ML1M)
+            _PERM_CACHE[key] = perm
+    return _entries(perm[slice(*_fold_bounds(perm.size, n_folds, int(fold)))], J)
+
+
+#: Largest I * J for which :func:`split` uses boolean lookup tables (beyond: sorting).
+_TABLE_MAX = 2**28
+
+
+def split(X, fold):
+    """Hold out the entries of a fold: ``(X_train, test)`` as in Sec. 5.
+
+    ``fold = (rows, cols)``: the test entries (e.g. from :func:`cv_fold`). ``X_train`` is
+    ``X`` (a binary matrix, dense or sparse) with those entries set to zero, as a CSR matrix of
+    int8 ones; ``test = (rows, cols, labels)`` with ``labels[e] = X[rows[e], cols[e]]`` (int8),
+    the ``test`` argument of :func:`epm_lib.fit` (the test entries are zeros of ``X_train``).
+    """
+    I, J, xr, xc = prepare_matrix(X)
+    if not isinstance(fold, (tuple, list)) or len(fold) != 2:
+        raise ValueError("fold must be a pair (rows, cols) of test entries, e.g. from cv_fold")
+    rows, cols = (np.asarray(a) for a in fold)
+    if rows.ndim != 1 or rows.shape != cols.shape:
+        raise ValueError(f"fold rows and cols must be 1-d of the same length, got shapes "
+                         f"{rows.shape} and {cols.shape}")
+    if rows.size == 0:
+        raise ValueError("the fold holds no entries")
+    if rows.dtype.kind not in "iu" or cols.dtype.kind not in "iu":
+        raise ValueError(f"fold rows and cols must be integer arrays, got {rows.dtype}, {cols.dtype}")
+    if rows.min() < 0 or rows.max() >= I or cols.min() < 0 or cols.max() >= J:
+        raise ValueError(f"fold entries out of range for a matrix of shape {(I, J)}")
+    tkey = rows.astype(np.int64) * J + cols
+    xkey = xr * J + xc
+    if I * J <= _TABLE_MAX:                 # one byte per entry: O(n) lookups (MovieLens1M: 22 MB)
+        in_test = np.zeros(I * J, dtype=bool)
+        in_test[tkey] = True
+        n_distinct = int(np.count_nonzero(in_test))
+        keep = ~in_test[xkey]
+        del in_test
+        in_x = np.zeros(I * J, dtype=bool)
+        in_x[xkey] = True
+        labels = in_x[tkey].astype(np.int8)
+    else:
+        n_distinct = np.unique(tkey).size
+        labels = np.isin(tkey, xkey, kind="sort").astype(np.int8)
+        keep = ~np.isin(xkey, tkey, kind="sort")
+    if n_distinct != tkey.size:
+        raise ValueError("the fold lists some entry more than once")
+    X_train = sp.csr_matrix((np.ones(int(keep.sum()), dtype=np.int8), (xr[keep], xc[keep])),
+                            shape=(I, J))
+    X_train.sort_indices()
+    return X_train, (rows, cols, labels)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data sets and runs
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DataSpec:
+    """A data set named so that every worker can load it itself (nothing big is pickled).
+
+    ``DataSpec("enron09")`` is one of ``epm_lib.datasets.DATASETS`` (``options``: that
+    loader's options, e.g. ``(("recipients", "all"),)``); ``DataSpec.from_file(path, ...)``
+    is a user's file read by ``epm_lib.datasets.load_file`` (the path must be readable by
+    the workers, e.g. on a shared file system for a Dask cluster). ``data_dir`` is where
+    MovieLens is read from (default ``$EPM_DATA_DIR``). ``name`` is the folder of the results.
+    """
+    name: str
+    path: str | None = None
+    options: tuple = ()
+    data_dir: str | None = field(default=None, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "options", tuple(sorted(dict(self.options).items())))
+        if self.path is None:
+            key = str(self.name).lower()
+            if key not in _datasets.DATASETS:
+                raise _datasets.DataError(
+                    f"unknown data set {self.name!r}; known: {', '.join(_datasets.DATASETS)} "
+                    f"(or give the path of your own file)")
+            object.__setattr__(self, "name", key)
+            unknown = sorted(set(dict(self.options)) - set(_datasets.DATASETS[key]))
+            if unknown:
+                raise ValueError(f"data set {key!r} has no option(s) {', '.join(unknown)}; "
+                                 f"it accepts: {', '.join(_datasets.DATASETS[key]) or 'none'}")
+        elif str(self.name).lower() in _datasets.DATASETS:
+            raise ValueError(f"a file's data set cannot be named {self.name!r}, the name of a "
+                             f"built-in data set (its results folder); rename the file or give name=")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", self.name):
+            raise ValueError(f"data set name {self.name!r} cannot name a results folder; "
+                             f"use letters, digits, '.', '_', '+', '-'")
+
+    @classmethod
+    def from_file(cls, path, name=None, **options):
+        """A user's triplet / Matrix Market file (``options``: those of ``datasets.load_file``)."""
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise _datasets.DataNotFoundError(f"{p} does not exist (or is not a file)")
+        if name is None:
+            name = p.name
+            for suffix in (".gz", ".bz2", ".xz"):
+                name = name.removesuffix(suffix)
+            name = Path(name).stem
+            name = re.sub(r"[^A-Za-z0-9._+-]", "_", name).lstrip("._+-") or "data"
+        return cls(name=name, path=str(p.resolve()), options=tuple(options.items()))
+
+    @classmethod
+    def parse(cls, text, data_dir=None, **file_options):
+        """A data set from the command line: a known name, else an existing file."""
+        if isinstance(text, DataSpec):
+            return text
+        if str(text).lower() in _datasets.DATASETS:
+            return cls(str(text), data_dir=None if data_dir is None else str(data_dir))
+        if Path(str(text)).expanduser().is_file():
+            return cls.from_file(text, **file_options)
+        raise _datasets.DataError(f"unknown data set {text!r}: neither one of "
+                                  f"{', '.join(_datasets.DATASETS)} nor an existing file")
+
+    @property
+    def folder(self) -> str:
+        """Results sub-folder: the name, plus non-default loader options of a named data set."""
+        if self.path is not None:
+            return self.name
+        defaults = _datasets.DATASETS[self.name]
+        extra = [f"{k}-{v}" for k, v in self.options if defaults.get(k) != v]
+        return "_".join([self.name] + extra)
+
+    def load(self) -> _datasets.Dataset:
+        """Load the data set (cached per process: the grid's workers load each one once)."""
+        with _CACHE_LOCK:
+            ds = _DATA_CACHE.get(self)
+        if ds is None:
+            if self.path is None:
+                ds = _datasets.load(self.name, data_dir=self.data_dir, **dict(self.options))
+            else:
+                ds = _datasets.load_file(self.path, name=self.name, **dict(self.options))
+            with _CACHE_LOCK:
+                _DATA_CACHE[self] = ds
+        return ds
+
+
+_DATA_CACHE: dict = {}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of the grid: a model fitted to the training part of one fold.
+
+    ``data``: a :class:`DataSpec` or a data set name; ``model``: a key of :data:`MODELS`;
+    ``T``: truncation level (truncated models only); ``K_init``: the IDEPM's initial number
+    of atoms (default ``epm_lib.DEFAULT_K_INIT``); ``fold`` of ``n_folds`` (permutation seed
+    ``cv_seed``); ``seed`` of the sampler; ``n_iter`` Gibbs iterations of which the last
+    ``n_avg`` are averaged.
+    """
+    data: DataSpec
+    model: str
+    T: int | None = None
+    fold: int = 0
+    seed: int = 0
+    n_iter: int = 600
+    n_avg: int = DEFAULT_N_AVG
+    K_init: int | None = None
+    n_folds: int = DEFAULT_N_FOLDS
+    cv_seed: int = DEFAULT_CV_SEED
+
+    def __post_init__(self):
+        if not isinstance(self.data, DataSpec):
+            object.__setattr__(self, "data", DataSpec.parse(self.data))
+        model = _canonical_model(self.model)
+        object.__setattr__(self, "model", model)
+        sampler = MODELS[model][0]
+        if sampler == "IDEPM":
+            if self.T is not None:
+                raise ValueError(f"T = {self.T!r} given for the {model}: the IDEPM is not truncated "
+                                 f"(give K_init, its initial number of atoms, instead)")
+            K = DEFAULT_K_INIT if self.K_init is None else _int("K_init", self.K_init, 1)
+            object.__setattr__(self, "K_init", K)
+        else:
+            if self.T is None:
+                raise ValueError(f"the {model} is truncated: give T, an integer >= 1")
+            object.__setattr__(self, "T", _int("T", self.T, 1))
+            if self.K_init is not None:
+                raise ValueError(f"K_init = {self.K_init!r} given for the {model}; "
+                                 f"it is the IDEPM's initial number of atoms")
+        for name, lo in (("seed", 0), ("n_iter", 1), ("n_avg", 1), ("cv_seed", 0)):
+            object.__setattr__(self, name, _int(name, getattr(self, name), lo))
+        if self.n_avg > self.n_iter:
+            raise ValueError(f"n_avg = {self.n_avg} exceeds n_iter = {self.n_iter}")
+        object.__setattr__(self, "n_folds", _int("n_folds", self.n_folds, 2))
+        if isinstance(self.fold, bool) or not isinstance(self.fold, (int, np.integer)) \
+                or not 0 <= self.fold < self.n_folds:
+            raise ValueError(f"fold {self.fold!r} is out of range: folds are 0..{self.n_folds - 1} "
+                             f"(n_folds = {self.n_folds})")
+        object.__setattr__(self, "fold", int(self.fold))
+
+    @property
+    def run_id(self) -> str:
+        """E.g. ``DEPM-T128-fold3-seed0-n600``, ``EPMpaper-T8-...``, ``IDEPM-K100-fold0-seed0-n600``;
+        ``-avg<n_avg>`` and ``-cv<n_folds>s<cv_seed>`` are appended when not 100 and 10, 0."""
+        size = f"K{self.K_init}" if self.T is None else f"T{self.T}"
+        rid = f"{self.model}-{size}-fold{self.fold}-seed{self.seed}-n{self.n_iter}"
+        if self.n_avg != DEFAULT_N_AVG:
+            rid += f"-avg{self.n_avg}"
+        if (self.n_folds, self.cv_seed) != (DEFAULT_N_FOLDS, DEFAULT_CV_SEED):
+            rid += f"-cv{self.n_folds}s{self.cv_seed}"
+        return rid
+
+    @property
+    def key(self) -> str:
+        """``<dataset>/<run-id>``: unique within a results folder."""
+        return f"{self.data.folder}/{self.run_id}"
+
+    def path(self, results_dir="results") -> Path:
+        """``<results_dir>/<dataset>/<run-id>.json``."""
+        return Path(results_dir) / self.data.folder / f"{self.run_id}.json"
+
+    def settings(self) -> dict:
+        sampler, a_update, m_step = MODELS[self.model]
+        return dict(dataset=self.data.folder, model=self.model, sampler=sampler, T=self.T,
+                    K_init=self.K_init, fold=self.fold, n_folds=self.n_folds,
+                    cv_seed=self.cv_seed, seed=self.seed, n_iter=self.n_iter, n_avg=self.n_avg,
+                    a_update=a_update, m_step=m_step)
+
+
+def _parse_folds(folds, n_folds):
+    if isinstance(folds, str):
+        folds = _fold_tokens([folds])
+    out = []
+    for f in folds:
+        if isinstance(f, bool) or not isinstance(f, (int, np.integer)) or not 0 <= f < n_folds:
+            raise ValueError(f"fold {f!r} is out of range: folds are 0..{n_folds - 1} "
+                             f"(n_folds = {n_folds})")
+        if int(f) not in out:
+            out.append(int(f))
+    return out
+
+
+def grid(datasets, models=PAPER_MODELS, T=None, folds=range(10), seeds=(0,), n_iter=600,
+         n_avg=DEFAULT_N_AVG, K_init=(None,), n_folds=DEFAULT_N_FOLDS, cv_seed=DEFAULT_CV_SEED,
+         data_dir=None) -> list[Run]:
+    """The runs of the Sec. 5 grid: data sets x models x (T for the truncated models,
+    ``K_init`` for the IDEPM) x folds x seeds.
+
+    ``datasets``: names, file paths or :class:`DataSpec` (one or a list); ``folds``: fold
+    numbers or a string such as ``"0-9"``; ``T=None`` is :data:`PAPER_T`; ``K_init=(None,)``
+    is ``DEFAULT_K_INIT``. Raises ``ValueError`` for an unknown data set or model, an
+    out-of-range fold, ``T`` given for a grid of IDEPMs only, or ``K_init`` without an IDEPM.
+    """
+    if isinstance(datasets, (str, DataSpec, os.PathLike)):
+        datasets = [datasets]
+    specs = [DataSpec.parse(d, data_dir=data_dir) for d in datasets]
+    if not specs:
+        raise ValueError("no data set given")
+    models = [models] if isinstance(models, str) else list(models)
+    if not models:
+        raise ValueError("no model given")
+    models = list(dict.fromkeys(_canonical_model(m) for m in models))
+    truncated = [m for m in models if MODELS[m][0] != "IDEPM"]
+    infinite = [m for m in models if MODELS[m][0] == "IDEPM"]
+    if T is not None and not truncated:
+        raise ValueError(f"T = {T} given, but the model(s) {', '.join(infinite)} are not "
+                         f"truncated (the IDEPM takes K_init, its initial number of atoms)")
+    T = list(PAPER_T) if T is None else [T] if isinstance(T, (int, np.integer)) else list(T)
+    K_init = [K_init] if isinstance(K_init, (int, np.integer)) or K_init is None else list(K_init)
+    if not infinite and K_init and K_init != [None]:
+        raise ValueError(f"K_init = {K_init} given, but no IDEPM among the models "
+                         f"{', '.join(models)}")
+    if truncated and not T:
+        raise ValueError(f"the truncated model(s) {', '.join(truncated)} need truncation "
+                         f"levels T (e.g. {list(PAPER_T)})")
+    n_folds = _int("n_folds", n_folds, 2)
+    folds = _parse_folds(folds, n_folds)
+    seeds = [seeds] if isinstance(seeds, (int, np.integer)) else list(seeds)
+    runs = []
+    for spec in specs:
+        for m in models:
+            sizes = [dict(K_init=k) for k in (K_init or [None])] if m in infinite \
+                else [dict(T=t) for t in T]
+            for size in sizes:
+                for f in folds:
+                    for s in seeds:
+                        runs.append(Run(spec, m, fold=f, seed=s, n_iter=n_iter, n_avg=n_avg,
+                                        n_folds=n_folds, cv_seed=cv_seed, **size))
+    return list(dict.fromkeys(runs))
+
+
+# ---------------------------------------------------------------------------------------------
+# One run -> one record
+# ---------------------------------------------------------------------------------------------
+def _rounded(a, digits=TRACE_DIGITS):
+    """A list of floats with ``digits`` significant digits; non-finite values become None."""
+    return [float(f"{v:.{digits}g}") if math.isfinite(v) else None
+            for v in np.asarray(a, dtype=float).tolist()]
+
+
+def _number(v):
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+_MACHINE = None
+
+
+def machine_info() -> dict:
+    """Platform, CPU count and versions of what the numbers depend on."""
+    global _MACHINE
+    if _MACHINE is None:
+        import numba
+        import scipy
+
+        from . import __version__
+        try:
+            available = len(os.sched_getaffinity(0))
+        except AttributeError:                      # not on Linux
+            available = os.cpu_count()
+        _MACHINE = dict(platform=platform.platform(), machine=platform.machine(),
+                        python=platform.python_version(), numpy=np.__version__,
+                        scipy=scipy.__version__, numba=numba.__version__, epm_lib=__version__,
+                        cpu_count=os.cpu_count(), cpus_available=available)
+    return dict(_MACHINE)
+
+
+def make_record(run: Run, dataset, X_train, test, result, wall, cpu, started) -> dict:
+    """The JSON-ready record of a finished run (format: ``results/README.md``)."""
+    info = machine_info()
+    settings = run.settings()
+    settings.update(e0=result.settings["e0"], f0=result.settings["f0"])
+    labels = test[2]
+    return {
+        "format": RECORD_FORMAT,
+        "run_id": run.run_id,
+        "dataset": run.data.folder,
+        "model": run.model,
+        "T": run.T,
+        "K_init": run.K_init,
+        "fold": run.fold,
+        "seed": run.seed,
+        "K_mean": float(result.K_mean),
+        "tdll": _number(result.tdll),
+        "tdauc_pr": _number(result.tdauc_pr),
+        "settings": settings,
+        "data": {
+            "name": dataset.name,
+            "shape": [int(s) for s in dataset.shape],
+            "ones": int(dataset.n_ones),
+            "fingerprint": _datasets.fingerprint(dataset.X),
+            "train_ones": int(X_train.nnz),
+            "test_entries": int(labels.size),
+            "test_ones": int(np.count_nonzero(labels)),
+        },
+        "traces": {
+            "K": [int(k) for k in result.K],
+            "tdll": _rounded(result.tdll_trace),
+            "seconds": _rounded(result.seconds),
+            "M": [int(m) for m in result.M],
+            "hyper": {name: _rounded(v) for name, v in result.hyper.items()},
+        },
+        "time": {
+            "wall": round(wall, 4),
+            "cpu": round(cpu, 4),
+            "sampler": round(float(result.seconds[-1]), 4),
+            "started": started,
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        },
+        "versions": {k: info.pop(k) for k in ("epm_lib", "python", "numpy", "scipy", "numba")},
+        "machine": info,
+    }
+
+
+def run_one(run: Run, results_dir=None) -> dict:
+    """Fit one run and return its record; with ``results_dir``, also write it there.
+
+    Loads the data set by name (cached per process), cuts the fold (:func:`cv_fold`),
+    :func:`split` s the matrix and calls ``epm_lib.fit`` with the settings of Sec. 5
+    (e0 = f0 = 0.01). ``time.wall`` / ``time.cpu`` cover all of this (CPU time of the calling
+    thread); ``time.sampler`` is the sweeps alone (``FitResult.seconds[-1]``).
+    """
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    t_wall, t_cpu = time.perf_counter(), time.thread_time()
+    ds = run.data.load()
+    fold = cv_fold(ds.shape, run.fold, run.n_folds, run.cv_seed)
+    X_train, test = split(ds.X, fold)
+    sampler, a_update, m_step = MODELS[run.model]
+    result = fit(X_train, sampler, T=run.T, n_iter=run.n_iter, n_avg=run.n_avg, seed=run.seed,
+                 test=test, K_init=run.K_init, a_update=a_update, m_step=m_step)
+    record = make_record(run, ds, X_train, test, result, time.perf_counter() - t_wall,
+                         time.thread_time() - t_cpu, started)
+    if results_dir is not None:
+        write_record(record, run.path(results_dir))
+    return record
+
+
+def write_record(record: dict, path) -> Path:
+    """Write a record as compact JSON, atomically: a temp file in the same folder, fsync,
+    ``os.replace``. A reader (or a resumed grid) sees the complete file or none."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(record, separators=(",", ":"), allow_nan=False)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+_REQUIRED = ("run_id", "dataset", "model", "fold", "seed", "K_mean", "tdll", "tdauc_pr",
+             "settings", "data", "traces", "time")
+
+
+def read_record(path, run: Run | None = None) -> dict:
+    """Read and check one result file; ``ValueError`` if it is not a complete record
+    (of ``run``, when given)."""
+    path = Path(path)
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
+        raise ValueError(f"{path}: not a run record of format {RECORD_FORMAT!r}")
+    missing = [k for k in _REQUIRED if k not in rec]
+    if missing:
+        raise ValueError(f"{path}: record lacks {', '.join(missing)}")
+    settings, traces = rec["settings"], rec["traces"]
+    if not isinstance(settings, dict) or not isinstance(traces, dict):
+        raise ValueError(f"{path}: settings and traces must be JSON objects")
+    n_iter = settings.get("n_iter")
+    for name in ("K", "tdll", "seconds"):
+        if not isinstance(traces.get(name), list) or len(traces[name]) != n_iter:
+            raise ValueError(f"{path}: trace {name!r} does not have n_iter = {n_iter} entries")
+    if rec["run_id"] != path.stem:
+        raise ValueError(f"{path}: holds run {rec['run_id']!r}, not {path.stem!r}")
+    if run is not None:
+        want = run.settings()
+        got = {k: rec["settings"].get(k) for k in want}
+        if got != want:
+            diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+            raise ValueError(f"{path}: settings differ from the run's: {diff}")
+    return rec
+
+
+# ---------------------------------------------------------------------------------------------
+# The grid
+# ---------------------------------------------------------------------------------------------
+class GridError(RuntimeError):
+    """Some runs of a grid failed (the others are written); ``.report`` lists them."""
+
+    def __init__(self, report):
+        self.report = report
+        lines = [f"{len(report.failed)} of {report.n_total} runs failed:"]
+        lines += [f"  {rid}: {err.strip().splitlines()[-1]}" for rid, err in report.failed.items()]
+        super().__init__("\n".join(lines))
+
+
+@dataclass
+class GridReport:
+    """What :func:`run_grid` did, as ``<dataset>/<run-id>`` keys (:attr:`Run.key`): runs
+    computed, skipped (already done), recomputed (their file was corrupt), failed
+    (key -> traceback); ``runs``: all of them; ``seconds``: wall time."""
+    done: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    corrupt: list = field(default_factory=list)
+    failed: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    runs: list = field(default_factory=list)
+
+    @property
+    def n_total(self) -> int:
+        return len(self.runs)
+
+
+def _as_runs(spec) -> list[Run]:
+    if isinstance(spec, Run):
+        return [spec]
+    if isinstance(spec, dict):
+        return grid(**spec)
+    runs = list(spec)
+    if not all(isinstance(r, Run) for r in runs):
+        raise TypeError("spec must be a dict of grid() arguments or a list of Run")
+    return list(dict.fromkeys(runs))
+
+
+def plan(runs, results_dir="results"):
+    """Split runs into (to compute, already done, corrupt: run -> reason) by their files."""
+    todo, done, corrupt = [], [], {}
+    for r in runs:
+        path = r.path(results_dir)
+        if not path.exists():
+            todo.append(r)
+            continue
+        try:
+            read_record(path, r)
+            done.append(r)
+        except (ValueError, OSError) as e:
+            corrupt[r] = str(e)
+            todo.append(r)
+    return todo, done, corrupt
+
+
+def _cost(run: Run, shape, ones) -> float:
+    """Rough CPU seconds of a run, to start the longest runs first (only the order depends on it).
+
+    Measured on MovieLens1M (``results/README.md``), per iteration: the sweep about
+    (49 + 1.9 T) ns per one of X, the test log likelihood (2.24 million held-out entries)
+    about (14 + 0.33 T) ns per entry. The IDEPM counts as T = 128 (its cost follows K+, which
+    ranged from about 20 on MovieLens100K to about 90 on MovieLens1M).
+    """
+    size = 128.0 if run.T is None else float(run.T)
+    I, J = shape
+    n_test = I * J / run.n_folds
+    return run.n_iter * 1e-9 * (ones * (49.0 + 1.9 * size) + n_test * (14.0 + 0.33 * size))
+
+
+def _execute(run: Run):
+    """Worker: one run -> ("ok", record) or ("error", key, traceback). Never raises."""
+    try:
+        return "ok", run_one(run)
+    except Exception:                               # reported by the parent, the grid goes on
+        return "error", run.key, traceback.format_exc()
+
+
+def run_grid(spec, results_dir="results", n_jobs=-1, backend=None, progress=True,
+             raise_errors=True, log=None) -> GridReport:
+    """Run the runs of ``spec`` whose result file is missing (or corrupt) in parallel.
+
+    ``spec``: a list of :class:`Run` or a dict of :func:`grid` arguments. The runs go to
+    ``joblib.Parallel(n_jobs, backend, return_as="generator_unordered")`` (default: processes,
+    all cores; inside ``with joblib.parallel_config(backend="dask"):`` with a
+    ``dask.distributed.Client``, the workers of a Dask cluster), most expensive first; each
+    worker loads the data set by name (this process too, once, to check it before any run
+    starts), and this process writes each record to
+    ``<results_dir>/<dataset>/<run-id>.json`` as soon as it arrives. Rerunning the same grid
+    skips the runs already written, so a killed grid resumes. ``progress``: a tqdm bar of
+    runs done / total with ETA. ``log``: a function taking a line (default: print to stderr
+    when ``progress``). A failed run is reported and the others go on; at the end
+    ``GridError`` is raised (``raise_errors``) or the failures are left in the report.
+    """
+    import joblib
+
+    t0 = time.perf_counter()
+    runs = _as_runs(spec)
+    if log is None:
+        log = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else (lambda line: None)
+    todo, done, corrupt = plan(runs, results_dir)
+    report = GridReport(skipped=[r.key for r in done], corrupt=[r.key for r in corrupt],
+                        runs=[r.key for r in runs])
+    for r, why in corrupt.items():
+        log(f"recompute {r.key}: {why}")
+    # load each data set here once: clear errors before any worker starts, and the cost order
+    meta = {}
+    for d in dict.fromkeys(r.data for r in todo):
+        ds = d.load()
+        meta[d] = (ds.shape, ds.n_ones)
+        for r in todo:
+            if r.data == d:
+                _check_folds(ds.shape, r.n_folds, r.fold)
+    todo.sort(key=lambda r: -_cost(r, *meta[r.data]))
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=len(runs), initial=len(done), unit="run", desc="runs", dynamic_ncols=True)
+    try:
+        if todo:
+            try:
+                parallel = joblib.Parallel(n_jobs=n_jobs, backend=backend, batch_size=1,
+                                           return_as="generator_unordered")
+            except ValueError:                   # a backend without generators (multiprocessing)
+                parallel = joblib.Parallel(n_jobs=n_jobs, backend=backend, batch_size=1)
+            for out in parallel(joblib.delayed(_execute)(r) for r in todo):
+                if out[0] == "ok":
+                    rec = out[1]
+                    write_record(rec, Path(results_dir) / rec["dataset"] / f"{rec['run_id']}.json")
+                    report.done.append(f"{rec['dataset']}/{rec['run_id']}")
+                else:
+                    report.failed[out[1]] = out[2]
+                    msg = f"FAILED {out[1]}: {out[2].strip().splitlines()[-1]}"
+                    if bar is not None:
+                        bar.write(msg, file=sys.stderr)
+                    else:
+                        log(msg)
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        report.seconds = time.perf_counter() - t0
+    if report.failed and raise_errors:
+        raise GridError(report)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading results back
+# ---------------------------------------------------------------------------------------------
+def _record_key(rec):
+    return (rec["dataset"], _MODEL_ORDER.get(rec["model"], 99), rec["model"],
+            rec["T"] if rec["T"] is not None else -1, rec.get("K_init") or 0,
+            rec["settings"]["n_iter"], rec["settings"]["n_avg"], rec["fold"], rec["seed"])
+
+
+def load_results(results_dir="results", dataset=None, run_ids=None) -> list[dict]:
+    """All records under ``results_dir`` (of one ``dataset`` folder, or some of them;
+    and only ``run_ids`` if given), sorted by data set, model, T, fold, seed.
+
+    Files that are not complete records are skipped with a warning. JSON ``null`` in a
+    number stands for a non-finite value (e.g. TDAUC-PR of a fold without test ones).
+    """
+    root = Path(results_dir)
+    if dataset is None:
+        folders = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    else:
+        names = [dataset] if isinstance(dataset, (str, DataSpec)) else list(dataset)
+        folders = [root / (d.folder if isinstance(d, DataSpec) else str(d)) for d in names]
+    wanted = None if run_ids is None else set(run_ids)
+    records = []
+    for folder in folders:
+        for path in sorted(folder.glob("*.json")):
+            if wanted is not None and path.stem not in wanted:
+                continue
+            try:
+                records.append(read_record(path))
+            except (ValueError, OSError) as e:
+                warnings.warn(f"skipping {e}", stacklevel=2)
+    records.sort(key=_record_key)
+    return records
+
+
+def _mean_se(values):
+    v = np.array([np.nan if x is None else x for x in values], dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return float("nan"), float("nan"), 0
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else float("nan")
+    return float(v.mean()), se, int(v.size)
+
+
+def summarize(records, metrics=("K_mean", "tdll", "tdauc_pr")) -> list[dict]:
+    """Mean and standard error over folds (and seeds) per (data set, model, T, K_init, n_iter, n_avg).
+
+    Each row: the group's keys, ``n`` (runs), ``folds``, and for each metric ``<m>`` and
+    ``<m>_se`` (sample standard deviation / sqrt(n); NaN for n = 1; runs with a non-finite
+    value are left out of that metric), plus ``seconds``, the mean wall time of a run.
+    """
+    groups = {}
+    for rec in sorted(records, key=_record_key):
+        s = rec["settings"]
+        key = (rec["dataset"], rec["model"], rec["T"], rec.get("K_init"), s["n_iter"], s["n_avg"])
+        groups.setdefault(key, []).append(rec)
+    rows = []
+    for (dataset, model, T, K_init, n_iter, n_avg), recs in groups.items():
+        row = dict(dataset=dataset, model=model, T=T, K_init=K_init, n_iter=n_iter, n_avg=n_avg,
+                   n=len(recs), folds=sorted({r["fold"] for r in recs}))
+        for m in metrics:
+            row[m], row[m + "_se"], _ = _mean_se([r[m] for r in recs])
+        row["seconds"] = float(np.mean([r["time"]["wall"] for r in recs]))
+        if len({r["data"]["fingerprint"] for r in recs}) > 1:
+            warnings.warn(f"{dataset}/{model}: runs of different data (fingerprints differ)",
+                          stacklevel=2)
+        rows.append(row)
+    return rows
+
+
+def _pm(mean, se, digits):
+    if not math.isfinite(mean):
+        return "-"
+    if not math.isfinite(se):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {se:.{digits}f}"
+
+
+def format_summary(rows) -> str:
+    """A plain-text table of :func:`summarize` rows (mean ± SE over folds)."""
+    head = ["dataset", "model", "T/K_init", "n", "K", "TDLL", "TDAUC-PR", "s/run"]
+    body = [[r["dataset"], r["model"], f"T={r['T']}" if r["T"] is not None else f"K0={r['K_init']}",
+             str(r["n"]), _pm(r["K_mean"], r["K_mean_se"], 2), _pm(r["tdll"], r["tdll_se"], 4),
+             _pm(r["tdauc_pr"], r["tdauc_pr_se"], 4), f"{r['seconds']:.1f}"] for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    fmt = lambda cells: "  ".join(c.rjust(w) if k >= 3 else c.ljust(w)   # noqa: E731
+                                  for k, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------------------------
+def _fold_tokens(tokens):
+    out = []
+    for tok in tokens:
+        for part in str(tok).replace(",", " ").split():
+            m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+            if not m:
+                raise ValueError(f"cannot read fold {part!r}: give numbers or ranges like 0-9")
+            a = int(m.group(1))
+            b = int(m.group(2)) if m.group(2) else a
+            if b < a:
+                raise ValueError(f"empty fold range {part!r}")
+            out.extend(range(a, b + 1))
+    return out
+
+
+def _short_list(ids, limit, verbose):
+    if verbose or len(ids) <= limit:
+        return ", ".join(ids)
+    return ", ".join(ids[:limit]) + f", ... ({len(ids) - limit} more; -v lists all)"
+
+
+def _build_parser():
+    p = argparse.ArgumentParser(
+        prog="python -m epm_lib.experiments",
+        description="Run the cross-validated experiments of Sec. 5 of Ohama et al. (2017): "
+                    "every (data set, model, T, fold, seed) is one run, written as one JSON file "
+                    "<results>/<dataset>/<run-id>.json as soon as it finishes. Runs whose file "
+                    "exists are skipped, so rerunning the same command resumes an interrupted grid.",
+        epilog="Examples:\n"
+               "  python -m epm_lib.experiments --dataset enron09 --folds 0-9 --jobs 2\n"
+               "  EPM_DATA_DIR=/data python -m epm_lib.experiments --dataset movielens100k "
+               "--models DEPM IDEPM --T 128 --folds 0\n"
+               "  python -m epm_lib.experiments --dataset my_graph.csv --models IDEPM --K-init 10 100\n"
+               "  python -m epm_lib.experiments --dataset movielens1m --dask-scheduler tcp://host:8786",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_argument_group("what to run")
+    g.add_argument("--dataset", nargs="+", required=True, metavar="NAME|FILE",
+                   help=f"data set(s): {', '.join(_datasets.DATASETS)}, or the path of your own "
+                        f"triplet/edge-list or Matrix Market file (read by datasets.load_file)")
+    g.add_argument("--models", nargs="+", default=list(PAPER_MODELS), metavar="MODEL",
+                   help=f"models among {', '.join(MODELS)} (default: {' '.join(PAPER_MODELS)}); "
+                        f"'paper' = the update as printed (errata E3, E4, E6)")
+    g.add_argument("--T", nargs="+", type=int, default=None, metavar="T",
+                   help=f"truncation levels of the truncated models (default: "
+                        f"{' '.join(map(str, PAPER_T))}); not for the IDEPM")
+    g.add_argument("--K-init", nargs="+", type=int, default=None, metavar="K",
+                   help=f"IDEPM: initial number(s) of atoms (default {DEFAULT_K_INIT})")
+    g.add_argument("--folds", nargs="+", default=["0-9"], metavar="F",
+                   help="folds to run: numbers and ranges, e.g. 0-9 or 0 3 5-7 (default 0-9)")
+    g.add_argument("--n-folds", type=int, default=DEFAULT_N_FOLDS,
+                   help=f"number of cross-validation folds (default {DEFAULT_N_FOLDS})")
+    g.add_argument("--cv-seed", type=int, default=DEFAULT_CV_SEED,
+                   help=f"seed of the fold permutation (default {DEFAULT_CV_SEED})")
+    g.add_argument("--seeds", nargs="+", type=int, default=[0], metavar="S",
+                   help="sampler seed(s) (default 0)")
+    g.add_argument("--n-iter", type=int, default=600, help="Gibbs iterations (default 600)")
+    g.add_argument("--n-avg", type=int, default=DEFAULT_N_AVG,
+                   help=f"final iterations averaged for TDLL/TDAUC-PR/K (default {DEFAULT_N_AVG})")
+    d = p.add_argument_group("data")
+    d.add_argument("--data-dir", default=None,
+                   help="folder with ml-100k/ and ml-1m/ (default: $EPM_DATA_DIR, else the "
+                        "repository's data/)")
+    d.add_argument("--threshold", type=float, default=None,
+                   help="own file: x = 1 iff value > THRESHOLD (default: value != 0)")
+    d.add_argument("--sep", default=None, help="own file: field separator (default: guessed)")
+    d.add_argument("--square", action="store_true",
+                   help="own file: rows and columns are the same nodes (a directed graph)")
+    x = p.add_argument_group("where and how")
+    x.add_argument("--results", default="results", metavar="DIR",
+                   help="results folder (default: results)")
+    x.add_argument("--jobs", type=int, default=-1,
+                   help="parallel processes (default -1: all cores; 1: in this process)")
+    dask = x.add_mutually_exclusive_group()
+    dask.add_argument("--dask-scheduler", metavar="ADDRESS", default=None,
+                      help="run on a Dask cluster (e.g. tcp://host:8786); the workers need "
+                           "epm_lib and the data")
+    dask.add_argument("--dask-local", metavar="N", type=int, default=None,
+                      help="run on a local Dask cluster of N single-threaded worker processes")
+    x.add_argument("--dry-run", action="store_true", help="print the plan and stop")
+    x.add_argument("--no-progress", action="store_true", help="no progress bar")
+    x.add_argument("-v", "--verbose", action="store_true", help="list every run id")
+    return p
+
+
+def main(argv=None) -> int:
+    """The command line (``python -m epm_lib.experiments --help``). Returns the exit code."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        file_options = {k: v for k, v in (("threshold", args.threshold), ("sep", args.sep))
+                        if v is not None}
+        if args.square:
+            file_options["square"] = True
+        specs = [DataSpec.parse(d, data_dir=args.data_dir, **file_options) for d in args.dataset]
+        models = [_canonical_model(m) for m in args.models]
+        if args.T is not None and all(MODELS[m][0] == "IDEPM" for m in models):
+            raise ValueError(f"--T {' '.join(map(str, args.T))} given, but the IDEPM is not "
+                             f"truncated (use --K-init for its initial number of atoms)")
+        runs = grid(specs, models=models, T=args.T,
+                    folds=_fold_tokens(args.folds), seeds=args.seeds, n_iter=args.n_iter,
+                    n_avg=args.n_avg, K_init=[None] if args.K_init is None else args.K_init,
+                    n_folds=args.n_folds, cv_seed=args.cv_seed)
+    except ValueError as e:                        # includes datasets.DataError
+        parser.error(str(e))
+    todo, done, corrupt = plan(runs, args.results)
+    print(f"{len(runs)} runs in {args.results}/: {len(done)} done (skipped), "
+          f"{len(todo)} to run" + (f" ({len(corrupt)} corrupt, recomputed)" if corrupt else ""))
+    for spec in dict.fromkeys(r.data for r in runs):
+        t = [r.run_id for r in todo if r.data == spec]
+        s = [r.run_id for r in done if r.data == spec]
+        print(f"  {spec.folder}: run {len(t)}" + (f": {_short_list(t, 12, args.verbose)}" if t else ""))
+        print(f"  {spec.folder}: skip {len(s)}" + (f": {_short_list(s, 12, args.verbose)}" if s else ""))
+    if args.dry_run:
+        return 0
+    cluster = client = None
+    try:
+        import joblib
+        if args.dask_scheduler or args.dask_local:
+            from dask.distributed import Client, LocalCluster
+            if args.dask_local:
+                cluster = LocalCluster(n_workers=args.dask_local, threads_per_worker=1,
+                                       processes=True, dashboard_address=None)
+                client = Client(cluster)
+            else:
+                client = Client(args.dask_scheduler)
+            print(f"Dask: {len(client.scheduler_info()['workers'])} worker(s) at "
+                  f"{client.scheduler.address}", flush=True)
+            with joblib.parallel_config(backend="dask"):
+                report = run_grid(runs, args.results, n_jobs=-1, progress=not args.no_progress,
+                                  raise_errors=False, log=print)
+        else:
+            report = run_grid(runs, args.results, n_jobs=args.jobs, progress=not args.no_progress,
+                              raise_errors=False, log=print)
+    except (ValueError, OSError) as e:             # data not found, bad file, ...
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    print(f"\n{len(report.done)} runs computed, {len(report.skipped)} skipped, "
+          f"{len(report.failed)} failed in {report.seconds:.1f} s")
+    for rid, err in report.failed.items():
+        print(f"FAILED {rid}:\n{err}", file=sys.stderr)
+    records = load_results(args.results, dataset=list(dict.fromkeys(r.data for r in runs)),
+                           run_ids=[r.run_id for r in runs])
+    if records:
+        print("\nmean ± standard error over folds (" + args.results + "):")
+        print(format_summary(summarize(records)))
+    return 1 if report.failed else 0
+
+
+if __name__ == "__main__":
+    # run the importable module's main, not this __main__ copy: the workers (loky, Dask) must
+    # unpickle the functions and Runs by reference to epm_lib.experiments
+    from epm_lib.experiments import main as _main
+    sys.exit(_main())

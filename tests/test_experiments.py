@@ -1,0 +1,500 @@
+"""epm_lib.experiments: folds, split, run records, the grid (resume, Dask), the command line.
+
+Everything runs on toy90 or small random matrices with a few Gibbs iterations and writes only
+into pytest's tmp_path. Subprocesses and clusters are killed / closed before a test returns.
+"""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import epm_lib
+from epm_lib import experiments as ex
+
+FAST = dict(n_iter=5, n_avg=2)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_numba():
+    """Compile (or load from numba's cache) the samplers once, so that subprocesses load them."""
+    for model, T in (("DEPM", 2), ("IDEPM", None), ("EPM", 2), ("CEPM", 2)):
+        ex.run_one(ex.Run("toy90", model, T=T, n_iter=2, n_avg=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# folds and split
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape,n_folds", [((7, 11), 10), ((90, 90), 10), ((3, 4), 5), ((1, 2), 2)])
+def test_folds_partition_every_entry_exactly_once(shape, n_folds):
+    I, J = shape
+    folds = ex.cv_folds(shape, n_folds=n_folds, seed=3)
+    assert len(folds) == n_folds
+    linear = np.concatenate([r.astype(np.int64) * J + c for r, c in folds])
+    assert np.array_equal(np.sort(linear), np.arange(I * J))
+    sizes = [r.size for r, _ in folds]
+    assert max(sizes) - min(sizes) <= 1
+    for r, c in folds:
+        assert r.dtype == np.int32 and c.dtype == np.int32
+        key = r.astype(np.int64) * J + c
+        assert np.all(np.diff(key) > 0)                    # sorted row-major, no repeats
+        assert r.min() >= 0 and r.max() < I and c.min() >= 0 and c.max() < J
+
+
+def test_folds_are_reproducible_and_defined_by_the_seeded_permutation():
+    a = ex.cv_folds((13, 17), seed=5)
+    b = ex.cv_folds((13, 17), seed=5)
+    c = ex.cv_folds((13, 17), seed=6)
+    assert all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1]) for x, y in zip(a, b))
+    assert not all(np.array_equal(x[0], y[0]) for x, y in zip(a, c))
+    # the documented definition: consecutive pieces of default_rng(seed).permutation(I * J)
+    perm = np.random.default_rng(5).permutation(13 * 17)
+    assert np.array_equal(ex.cv_permutation((13, 17), 5), perm)
+    pieces = np.array_split(perm, 10)
+    for f in range(10):
+        r, c = ex.cv_fold((13, 17), f, 10, 5)
+        assert np.array_equal(r.astype(np.int64) * 17 + c, np.sort(pieces[f]))
+        assert np.array_equal(r, a[f][0]) and np.array_equal(c, a[f][1])
+
+
+def test_one_fold_of_movielens1m_size_is_int32():
+    r, c = ex.cv_fold((6040, 3706), 9)
+    assert r.dtype == np.int32 and r.size == 6040 * 3706 // 10
+    assert r.max() < 6040 and c.max() < 3706
+    ex._PERM_CACHE.clear()                                 # free the 90 MB permutation
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    (dict(shape=(5, 5), n_folds=1), "n_folds must be an integer >= 2"),
+    (dict(shape=(2, 2), n_folds=5), "exceeds the 4 entries"),
+    (dict(shape=(0, 5)), "shape must be positive"),
+])
+def test_fold_errors(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        ex.cv_folds(**kwargs)
+
+
+@pytest.mark.parametrize("fold", [10, -1, 2.0, True])
+def test_fold_out_of_range(fold):
+    with pytest.raises(ValueError, match="out of range: folds are 0..9"):
+        ex.cv_fold((5, 5), fold)
+
+
+@pytest.mark.parametrize("sparse,table", [(False, True), (True, True), (True, False)])
+def test_split_zeroes_the_test_entries_and_labels_are_their_values(sparse, table, monkeypatch):
+    if not table:                                          # the sorting path of huge matrices
+        monkeypatch.setattr(ex, "_TABLE_MAX", 0)
+    rng = np.random.default_rng(0)
+    X = (rng.random((12, 9)) < 0.3).astype(np.int8)
+    for f, fold in enumerate(ex.cv_folds(X.shape, n_folds=4, seed=1)):
+        X_train, (r, c, labels) = ex.split(sp.csr_matrix(X) if sparse else X, fold)
+        assert isinstance(X_train, sp.csr_matrix) and X_train.dtype == np.int8
+        assert X_train.has_canonical_format
+        A = X_train.toarray()
+        assert np.all(A[r, c] == 0)                        # test entries are zeros of X_train
+        assert np.array_equal(labels, X[r, c]) and labels.dtype == np.int8
+        mask = np.ones(X.shape, dtype=bool)
+        mask[r, c] = False
+        assert np.array_equal(A[mask], X[mask])            # everything else untouched
+        assert X_train.nnz + labels.sum() == X.sum()
+
+
+@pytest.mark.parametrize("table", [True, False])
+def test_split_errors(table, monkeypatch):
+    if not table:
+        monkeypatch.setattr(ex, "_TABLE_MAX", 0)
+    X = np.eye(4, dtype=np.int8)
+    with pytest.raises(ValueError, match="pair"):
+        ex.split(X, np.arange(3))
+    with pytest.raises(ValueError, match="out of range"):
+        ex.split(X, (np.array([0, 4]), np.array([0, 0])))
+    with pytest.raises(ValueError, match="more than once"):
+        ex.split(X, (np.array([1, 1]), np.array([2, 2])))
+    with pytest.raises(ValueError, match="integer"):
+        ex.split(X, (np.array([1.0]), np.array([2.0])))
+    with pytest.raises(ValueError, match="binary"):
+        ex.split(2 * X, (np.array([1]), np.array([2])))
+
+
+# ---------------------------------------------------------------------------------------------
+# runs and records
+# ---------------------------------------------------------------------------------------------
+def test_run_ids_encode_the_settings():
+    assert ex.Run("toy90", "DEPM", T=128, fold=3).run_id == "DEPM-T128-fold3-seed0-n600"
+    assert ex.Run("toy90", "epmpaper", T=8, seed=2, n_iter=50, n_avg=10).run_id \
+        == "EPMpaper-T8-fold0-seed2-n50-avg10"
+    assert ex.Run("toy90", "IDEPM").run_id == f"IDEPM-K{epm_lib.DEFAULT_K_INIT}-fold0-seed0-n600"
+    assert ex.Run("toy90", "IDEPM", K_init=7, n_folds=5, cv_seed=1).run_id \
+        == "IDEPM-K7-fold0-seed0-n600-cv5s1"
+    r = ex.Run("enron09", "CEPMpaper", T=4, fold=9)
+    assert r.path("res").as_posix() == "res/enron09/CEPMpaper-T4-fold9-seed0-n600.json"
+    assert r.settings()["sampler"] == "CEPM" and r.settings()["a_update"] == "paper"
+    assert ex.Run("toy90", "IDEPMpaper").settings()["m_step"] == "paper"
+    assert ex.DataSpec("enron09", options={"recipients": "all"}).folder == "enron09_recipients-all"
+    assert ex.DataSpec("enron09", options={"recipients": "to"}).folder == "enron09"
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    (dict(data="mnist", model="DEPM", T=2), "unknown data set 'mnist'"),
+    (dict(data="toy90", model="LDA", T=2), "unknown model 'LDA'"),
+    (dict(data="toy90", model="IDEPM", T=8), "T = 8 given for the IDEPM: the IDEPM is not truncated"),
+    (dict(data="toy90", model="DEPM"), "the DEPM is truncated: give T"),
+    (dict(data="toy90", model="DEPM", T=2, K_init=5), "K_init = 5 given for the DEPM"),
+    (dict(data="toy90", model="DEPM", T=2, fold=10), r"fold 10 is out of range: folds are 0..9"),
+    (dict(data="toy90", model="DEPM", T=2, fold=4, n_folds=3), r"folds are 0..2"),
+    (dict(data="toy90", model="DEPM", T=0), "T must be an integer >= 1"),
+    (dict(data="toy90", model="DEPM", T=2, n_iter=5, n_avg=6), "n_avg = 6 exceeds n_iter = 5"),
+])
+def test_run_errors(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        ex.Run(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs,msg", [
+    (dict(datasets="nope"), "unknown data set 'nope'"),
+    (dict(datasets="toy90", models=["IDEPM"], T=[2, 4]), "not truncated"),
+    (dict(datasets="toy90", models=["DEPM"], K_init=[10]), "no IDEPM"),
+    (dict(datasets="toy90", folds="0-10"), "fold 10 is out of range"),
+    (dict(datasets="toy90", models=["EPM", "XEPM"]), "unknown model 'XEPM'"),
+    (dict(datasets="toy90", models=[]), "no model"),
+])
+def test_grid_errors(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        ex.grid(**kwargs)
+
+
+def test_grid_is_the_papers_product():
+    runs = ex.grid("toy90", folds="0-9")
+    assert len(runs) == 10 * (4 * len(ex.PAPER_T) + 1)
+    assert len({r.run_id for r in runs}) == len(runs)
+    runs = ex.grid(["toy90", "enron09"], models=["DEPM", "IDEPM"], T=[2, 4], folds=[0, 1],
+                   K_init=[10, 100], seeds=[0, 1])
+    assert len(runs) == 2 * (2 + 2) * 2 * 2
+
+
+def test_run_record_fields_and_file(tmp_path):
+    run = ex.Run("toy90", "DEPM", T=4, fold=2, seed=1, **FAST)
+    rec = ex.run_one(run, results_dir=tmp_path)
+    path = tmp_path / "toy90" / "DEPM-T4-fold2-seed1-n5-avg2.json"
+    assert path.is_file() and not list(tmp_path.rglob("*.tmp"))
+    assert ex.read_record(path, run) == json.loads(json.dumps(rec))
+    text = path.read_text()
+    assert "\n" not in text.rstrip("\n") and ": " not in text  # compact
+    assert rec["format"] == ex.RECORD_FORMAT and rec["run_id"] == run.run_id
+    assert (rec["dataset"], rec["model"], rec["T"], rec["fold"], rec["seed"]) == ("toy90", "DEPM", 4, 2, 1)
+    tr = rec["traces"]
+    assert len(tr["K"]) == len(tr["tdll"]) == len(tr["seconds"]) == len(tr["M"]) == 5
+    assert set(tr["hyper"]) == {"alpha1", "alpha2", "gamma0", "c0"}
+    assert rec["K_mean"] == pytest.approx(np.mean(tr["K"][-2:]))
+    assert math.isfinite(rec["tdll"]) and rec["tdll"] < 0 and 0 <= rec["tdauc_pr"] <= 1
+    floats = tr["tdll"] + tr["seconds"] + sum(tr["hyper"].values(), [])
+    assert all(float(f"{v:.6g}") == v for v in floats)                 # 6 significant digits
+    assert np.all(np.diff(tr["seconds"]) >= 0)
+    s = rec["settings"]
+    assert (s["n_iter"], s["n_avg"], s["n_folds"], s["cv_seed"], s["e0"], s["f0"]) == (5, 2, 10, 0, 0.01, 0.01)
+    d = rec["data"]
+    assert d["shape"] == [90, 90] and d["test_entries"] == 810 and d["ones"] == d["train_ones"] + d["test_ones"]
+    assert d["fingerprint"] == epm_lib.datasets.fingerprint(epm_lib.datasets.load("toy90").X)
+    assert rec["time"]["wall"] >= rec["time"]["sampler"] > 0 and rec["time"]["cpu"] > 0
+    assert rec["versions"]["epm_lib"] == epm_lib.__version__
+    assert rec["versions"]["numpy"] == np.__version__
+    assert set(rec["machine"]) >= {"platform", "cpu_count", "cpus_available"}
+    # the record's numbers are fit's numbers on the split
+    X_train, test = ex.split(epm_lib.datasets.load("toy90").X, ex.cv_fold((90, 90), 2))
+    r = epm_lib.fit(X_train, "DEPM", T=4, seed=1, test=test, **FAST)
+    assert rec["tdll"] == r.tdll and rec["K_mean"] == r.K_mean and tr["K"] == r.K.tolist()
+
+
+@pytest.mark.parametrize("model,T,settings", [
+    ("EPMpaper", 3, dict(a_update="paper", sampler="EPM")),
+    ("CEPM", 3, dict(a_update="exact", sampler="CEPM")),
+    ("IDEPM", None, dict(K_init=epm_lib.DEFAULT_K_INIT, m_step="exact")),
+])
+def test_every_model_runs(model, T, settings):
+    rec = ex.run_one(ex.Run("toy90", model, T=T, **FAST))
+    assert all(rec["settings"][k] == v for k, v in settings.items())
+    names = {"a1", "b1", "a2", "b2", "gamma0", "c0"} if T else {"alpha1", "alpha2", "gamma0", "c0"}
+    assert set(rec["traces"]["hyper"]) == names
+
+
+def test_write_record_is_atomic(tmp_path, monkeypatch):
+    path = tmp_path / "d" / "x.json"
+    ex.write_record({"a": 1}, path)
+
+    def broken(src, dst):
+        raise OSError("disk full")
+    monkeypatch.setattr(ex.os, "replace", broken)
+    with pytest.raises(OSError, match="disk full"):
+        ex.write_record({"a": 2}, path)
+    assert json.loads(path.read_text()) == {"a": 1}         # old content intact
+    assert [p.name for p in path.parent.iterdir()] == ["x.json"]   # no temp file left
+
+
+def test_own_file_through_load_file(tmp_path):
+    rng = np.random.default_rng(4)
+    X = rng.random((15, 12)) < 0.25
+    lines = [f"u{i},m{j},{rng.integers(4, 6)}" for i, j in zip(*np.nonzero(X))]
+    lines += [f"u{i},m{j},{rng.integers(1, 4)}" for i, j in zip(*np.nonzero(~X))][:40]
+    f = tmp_path / "my ratings.csv"
+    f.write_text("user,item,rating\n" + "\n".join(lines) + "\n")
+    spec = ex.DataSpec.from_file(f, threshold=3)
+    assert spec.folder == "my_ratings"
+    runs = [ex.Run(spec, "DEPM", T=2, fold=k, **FAST) for k in (0, 1)]
+    assert ex.grid(str(f), models=["DEPM"], T=[2], folds=[0], **FAST)[0].data.path == spec.path
+    report = ex.run_grid(runs, tmp_path / "res", n_jobs=1, progress=False)
+    assert sorted(report.done) == sorted(r.key for r in runs)
+    recs = ex.load_results(tmp_path / "res", dataset="my_ratings")
+    assert len(recs) == 2 and recs[0]["data"]["ones"] == int(X.sum())
+    clash = tmp_path / "enron09.csv"
+    clash.write_text("a,b\n")
+    with pytest.raises(ValueError, match="name of a built-in data set"):
+        ex.DataSpec.from_file(clash)
+    assert ex.DataSpec.from_file(clash, name="my-enron").folder == "my-enron"
+
+
+# ---------------------------------------------------------------------------------------------
+# the grid: skipping, resuming, failures, loading
+# ---------------------------------------------------------------------------------------------
+def small_grid(**kw):
+    return ex.grid("toy90", models=["DEPM", "IDEPM"], T=[2, 3], folds=[0, 1], **{**FAST, **kw})
+
+
+@pytest.fixture
+def count_fits(monkeypatch):
+    calls = []
+    real = ex.fit
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("T"))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(ex, "fit", counting)
+    return calls
+
+
+def test_rerun_skips_finished_runs_and_recomputes_corrupt_ones(tmp_path, count_fits):
+    runs = small_grid()
+    assert len(runs) == 6
+    report = ex.run_grid(runs, tmp_path, n_jobs=1, progress=False)
+    assert len(count_fits) == 6 and len(report.done) == 6 and not report.skipped
+    files = {r.run_id: r.path(tmp_path) for r in runs}
+    stamp = {k: (p.stat().st_mtime_ns, p.read_bytes()) for k, p in files.items()}
+    report = ex.run_grid(runs, tmp_path, n_jobs=1, progress=False)
+    assert len(count_fits) == 6 and not report.done and len(report.skipped) == 6
+    assert {k: (p.stat().st_mtime_ns, p.read_bytes()) for k, p in files.items()} == stamp
+    # a truncated file (e.g. copied half-way) and a deleted one are recomputed, nothing else
+    bad, gone = runs[0], runs[3]
+    bad.path(tmp_path).write_bytes(stamp[bad.run_id][1][:200])
+    gone.path(tmp_path).unlink()
+    report = ex.run_grid(runs, tmp_path, n_jobs=1, progress=False)
+    assert len(count_fits) == 8
+    assert sorted(report.done) == sorted([bad.key, gone.key])
+    assert report.corrupt == [bad.key] and bad.key == f"toy90/{bad.run_id}"
+    for r in runs:
+        ex.read_record(r.path(tmp_path), r)
+        if r not in (bad, gone):
+            assert r.path(tmp_path).stat().st_mtime_ns == stamp[r.run_id][0]
+    # a file of another run under this run's name is not accepted either
+    runs[1].path(tmp_path).write_bytes(stamp[runs[2].run_id][1])
+    todo, done, corrupt = ex.plan(runs, tmp_path)
+    assert todo == [runs[1]] and runs[1] in corrupt
+
+
+def test_read_record_rejects_incomplete_files(tmp_path):
+    run = ex.Run("toy90", "DEPM", T=2, **FAST)
+    good = ex.run_one(run)
+    path = run.path(tmp_path)
+    path.parent.mkdir(parents=True)
+
+    def changed(**kw):
+        return json.dumps({**good, **kw})
+    bad = {
+        "not valid JSON": json.dumps(good)[:-1],
+        "not a run record": "[1, 2]",
+        "lacks tdll": json.dumps({k: v for k, v in good.items() if k != "tdll"}),
+        "must be JSON objects": changed(settings=3),
+        "trace 'K' does not have n_iter = 5": changed(traces={**good["traces"], "K": [1, 2]}),
+        "holds run": changed(run_id="DEPM-T3-fold0-seed0-n5-avg2"),
+        "settings differ": changed(settings={**good["settings"], "seed": 1}),
+    }
+    for msg, text in bad.items():
+        path.write_text(text)
+        with pytest.raises(ValueError, match=msg):
+            ex.read_record(path, run)
+        todo, done, corrupt = ex.plan([run], tmp_path)
+        assert todo == [run] and not done and msg.split("'")[0] in corrupt[run]
+    path.write_text(json.dumps(good))
+    assert ex.read_record(path, run) == good
+
+
+def test_failed_run_does_not_stop_the_grid(tmp_path, monkeypatch):
+    real = ex.fit
+
+    def flaky(X, model, **kw):
+        if kw.get("T") == 3:
+            raise FloatingPointError("boom")
+        return real(X, model, **kw)
+    monkeypatch.setattr(ex, "fit", flaky)
+    runs = small_grid()
+    with pytest.raises(ex.GridError, match="2 of 6 runs failed") as info:
+        ex.run_grid(runs, tmp_path, n_jobs=1, progress=False)
+    report = info.value.report
+    assert sorted(report.failed) == sorted(r.key for r in runs if r.T == 3)
+    assert "FloatingPointError: boom" in next(iter(report.failed.values()))
+    assert len(report.done) == 4 and all(r.path(tmp_path).exists() == (r.T != 3) for r in runs)
+
+
+def test_load_results_and_summary(tmp_path):
+    runs = small_grid()
+    ex.run_grid(runs, tmp_path, n_jobs=1, progress=False)
+    (tmp_path / "toy90" / "junk.json").write_text("{not json")
+    with pytest.warns(UserWarning, match="junk.json"):
+        recs = ex.load_results(tmp_path)
+    assert len(recs) == 6 and [r["model"] for r in recs] == ["DEPM"] * 4 + ["IDEPM"] * 2
+    rows = ex.summarize(recs)
+    assert [(r["model"], r["T"], r["K_init"], r["n"]) for r in rows] == \
+        [("DEPM", 2, None, 2), ("DEPM", 3, None, 2), ("IDEPM", None, 100, 2)]
+    for row in rows:
+        vals = [r["tdll"] for r in recs if r["model"] == row["model"] and r["T"] == row["T"]]
+        assert row["tdll"] == pytest.approx(np.mean(vals))
+        assert row["tdll_se"] == pytest.approx(np.std(vals, ddof=1) / np.sqrt(2))
+        assert row["folds"] == [0, 1]
+    table = ex.format_summary(rows)
+    assert "TDAUC-PR" in table and "K0=100" in table and "±" in table and len(table.splitlines()) == 5
+
+
+def test_run_grid_in_processes_matches_one_process(tmp_path):
+    from joblib.externals.loky import get_reusable_executor
+    runs = small_grid(n_iter=4, n_avg=2)[:3]
+    try:
+        ex.run_grid(runs, tmp_path / "a", n_jobs=2, progress=False)
+    finally:
+        get_reusable_executor().shutdown(wait=True)
+    ex.run_grid(runs, tmp_path / "b", n_jobs=1, progress=False)
+    for r in runs:
+        a, b = (ex.read_record(r.path(tmp_path / x)) for x in "ab")
+        assert a["traces"]["tdll"] == b["traces"]["tdll"] and a["K_mean"] == b["K_mean"]
+
+
+def test_dask_path(tmp_path):
+    """run_grid inside joblib.parallel_config(backend="dask") on a one-worker LocalCluster."""
+    import joblib
+    from dask.distributed import Client, LocalCluster
+    psutil = pytest.importorskip("psutil")
+    runs = small_grid(n_iter=4, n_avg=2)[:3]
+    cluster = LocalCluster(n_workers=1, processes=True, threads_per_worker=1,
+                           dashboard_address=None, silence_logs=40)
+    try:
+        with Client(cluster) as client:
+            with joblib.parallel_config(backend="dask"):
+                report = ex.run_grid(runs, tmp_path, progress=False)
+            worker_pids = set(client.run(os.getpid).values())
+    finally:
+        cluster.close()
+    assert len(report.done) == 3 and worker_pids and os.getpid() not in worker_pids
+    for r in runs:
+        rec = ex.read_record(r.path(tmp_path), r)
+        assert rec["traces"]["K"] == ex.run_one(r)["traces"]["K"]     # same numbers as here
+    deadline = time.time() + 10
+    while time.time() < deadline and any(psutil.pid_exists(p) for p in worker_pids):
+        time.sleep(0.1)
+    assert not any(psutil.pid_exists(p) for p in worker_pids)
+
+
+# ---------------------------------------------------------------------------------------------
+# the command line
+# ---------------------------------------------------------------------------------------------
+def cli(*args):
+    return [sys.executable, "-m", "epm_lib.experiments", *map(str, args)]
+
+
+def test_cli_end_to_end(tmp_path):
+    """Two runs in two worker processes (loky), then the same command again: all skipped."""
+    args = cli("--dataset", "toy90", "--models", "DEPM", "IDEPM", "--T", "4", "--folds", "0",
+               "--n-iter", 5, "--n-avg", 2, "--jobs", 2, "--results", tmp_path, "--no-progress")
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "2 runs in" in out.stdout and "0 done (skipped), 2 to run" in out.stdout
+    assert "toy90: run 2: IDEPM-K100-fold0-seed0-n5-avg2, DEPM-T4-fold0-seed0-n5-avg2" in out.stdout \
+        or "toy90: run 2: DEPM-T4-fold0-seed0-n5-avg2, IDEPM-K100-fold0-seed0-n5-avg2" in out.stdout
+    assert "2 runs computed, 0 skipped, 0 failed" in out.stdout
+    table = out.stdout.split("mean ± standard error over folds")[1]
+    assert "DEPM" in table and "T=4" in table and "IDEPM" in table and "K0=100" in table
+    assert sorted(p.name for p in (tmp_path / "toy90").iterdir()) == \
+        ["DEPM-T4-fold0-seed0-n5-avg2.json", "IDEPM-K100-fold0-seed0-n5-avg2.json"]
+    again = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0 and "2 done (skipped), 0 to run" in again.stdout
+    assert "0 runs computed, 2 skipped" in again.stdout
+
+
+def test_cli_dask_local(tmp_path):
+    args = cli("--dataset", "toy90", "--models", "DEPM", "--T", 2, 3, "--folds", "0",
+               "--n-iter", 4, "--n-avg", 2, "--dask-local", 1, "--results", tmp_path, "--no-progress")
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "Dask: 1 worker(s)" in out.stdout and "2 runs computed, 0 skipped, 0 failed" in out.stdout
+    for T in (2, 3):
+        run = ex.Run("toy90", "DEPM", T=T, n_iter=4, n_avg=2)
+        assert ex.read_record(run.path(tmp_path), run)["traces"]["K"] == ex.run_one(run)["traces"]["K"]
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--dataset", "nope"], "unknown data set 'nope'"),
+    (["--dataset", "toy90", "--models", "EPM", "FOO"], "unknown model 'FOO'"),
+    (["--dataset", "toy90", "--models", "IDEPM", "--T", "4"], "--T 4 given, but the IDEPM is not truncated"),
+    (["--dataset", "toy90", "--models", "DEPM", "--K-init", "5"], "no IDEPM"),
+    (["--dataset", "toy90", "--folds", "0-10"], "fold 10 is out of range: folds are 0..9"),
+    (["--dataset", "toy90", "--folds", "3", "--n-folds", "3"], "fold 3 is out of range: folds are 0..2"),
+    (["--dataset", "toy90", "--folds", "x"], "cannot read fold 'x'"),
+    (["--dataset", "toy90", "--dask-local", "1", "--dask-scheduler", "tcp://x:1"], "not allowed with"),
+])
+def test_cli_errors(args, msg, capsys):
+    with pytest.raises(SystemExit) as info:
+        ex.main(args)
+    assert info.value.code == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_cli_dry_run_and_missing_movielens(tmp_path, capsys):
+    assert ex.main(["--dataset", "toy90", "--folds", "0-1", "--dry-run", "--results", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "58 runs in" in out and "58 to run" in out and not (tmp_path / "toy90").exists()
+    code = ex.main(["--dataset", "movielens100k", "--models", "DEPM", "--T", "2", "--folds", "0",
+                    "--data-dir", str(tmp_path / "nowhere"), "--results", str(tmp_path), "--no-progress"])
+    assert code == 1 and "u.data" in capsys.readouterr().err
+
+
+def test_resume_after_kill(tmp_path):
+    """SIGKILL a grid after its first result file appears; the rerun completes it without
+    recomputing (or corrupting) what was written before the kill."""
+    res = tmp_path / "res"
+    args = cli("--dataset", "toy90", "--models", "DEPM", "--T", 2, 3, 4, "--folds", "0-1",
+               "--n-iter", 400, "--n-avg", 10, "--jobs", 1, "--results", res, "--no-progress")
+    folder = res / "toy90"
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not list(folder.glob("*.json")) and proc.poll() is None:
+            time.sleep(0.005)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.glob("*.json")}
+    assert 1 <= len(before) < 6, f"{len(before)} of 6 runs written at the kill (exit code {proc.returncode})"
+    assert proc.returncode == -signal.SIGKILL
+    for name, (_, data) in before.items():
+        assert json.loads(data)["run_id"] + ".json" == name           # complete, valid records
+    out = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert f"{len(before)} done (skipped), {6 - len(before)} to run" in out.stdout
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in folder.glob("*.json")}
+    assert len(after) == 6
+    assert all(after[k] == v for k, v in before.items())               # not recomputed
+    for run in ex.grid("toy90", models=["DEPM"], T=[2, 3, 4], folds=[0, 1], n_iter=400, n_avg=10):
+        ex.read_record(run.path(res), run)                             # none corrupted
