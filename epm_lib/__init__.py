@@ -20,12 +20,14 @@ def _numba_cache_dir():
     numba's on-disk cache is invalidated only when the file of the cached
     function itself changes, not when a kernel it calls from another module
     does; after an update of epm_lib a stale cache could run old code. Keying
-    the folder by the hash of every source file rules that out. The base is
+    the folder by the hash of the files that hold kernels (``distributions.py``
+    and ``models/``) rules that out without recompiling after other edits. The base is
     ``$NUMBA_CACHE_DIR`` when set (CI sets it), else the user's cache folder.
     """
     here = _Path(__file__).resolve().parent
     digest = _hashlib.sha256()
-    for path in sorted(here.rglob("*.py")):
+    kernel_files = [here / "distributions.py", *sorted((here / "models").glob("*.py"))]
+    for path in kernel_files:
         digest.update(path.relative_to(here).as_posix().encode())
         digest.update(path.read_bytes())
     base = _os.environ.get("NUMBA_CACHE_DIR") or _os.path.join(

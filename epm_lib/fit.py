@@ -242,7 +242,13 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     M = np.empty(n_iter, dtype=np.int64)
     seconds = np.empty(n_iter)
     tdll_trace = np.full(n_iter, np.nan)
-    prob_sum = np.zeros(test[0].shape[0]) if test is not None else None
+    prob_sum = None
+    if test is not None:
+        # evaluate the test entries in row-major order (each row of U lambda stays in cache,
+        # the rows of V are visited in increasing order); results are returned in the caller's order
+        order = np.lexsort((test[1], test[0]))
+        t_rows, t_cols, t_labels = test[0][order], test[1][order], test[2][order]
+        prob_sum = np.zeros(order.shape[0])
     if model != "IDEPM":
         m_ik = np.zeros((I, T), dtype=np.int64)
         m_jk = np.zeros((J, T), dtype=np.int64)
@@ -281,12 +287,13 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         for n, v in zip(names, st["h"]):
             hyper[n][it] = v
         if test is not None:
-            rates = common.link_rates(test[0], test[1], R, C, lam)
-            tdll_trace[it] = common.tdll_from_rates(rates, test[2])
+            rates = common.link_rates(t_rows, t_cols, R, C, lam)
+            tdll_trace[it] = common.tdll_from_rates(rates, t_labels)
             if it >= n_iter - n_avg:
                 prob_sum += -np.expm1(-rates)
     if test is not None:
-        test_prob = prob_sum / n_avg
+        test_prob = np.empty_like(prob_sum)
+        test_prob[order] = prob_sum / n_avg
         tdll = bernoulli_tdll(test[2], test_prob)
         auc = tdauc_pr(test[2], test_prob)
     else:
