@@ -1,0 +1,263 @@
+#!/usr/bin/env python
+"""Seconds per Gibbs sweep of the four samplers, against a "speed of light" kernel.
+
+Usage::
+
+    python benchmarks/bench_sweeps.py [--data-dir DIR] [--datasets ml100k ml1m] [--repeats N]
+                                      [--T 16 128] [--warmup N] [--settle N] [--json PATH]
+
+For each data set the real MovieLens matrix is used when it can be loaded
+(``epm_lib.datasets.load``, from ``--data-dir`` or ``$EPM_DATA_DIR``); otherwise a random
+sparse matrix of the same shape and number of ones (uniform positions, seed 0). The table
+says which.
+
+What is timed: one call of the sweep kernel itself (``gamma_epm.epm_sweep``,
+``depm.depm_sweep``, ``idepm.idepm_sweep``) on the state arrays of a short ``epm_lib.fit``
+run (``--warmup`` sweeps for the truncated models, ``--settle`` sweeps for the IDEPM, which
+also compiles every kernel), not ``fit`` (which also evaluates test likelihoods). The
+median over ``--repeats`` consecutive sweeps is reported, as wall-clock seconds and as CPU
+seconds of this process (on a shared machine the CPU time is the fairer number; the two
+agree on an idle one).
+
+The "speed of light" kernel is the least work any sweep has to do: for every one (i, j)
+of X the length-T sum ``sum_k U_ik lambda_k V_jk`` (the Poisson rate of Eq. (10)), a
+``@njit(fastmath=True)`` loop, timed in the same run on the same arrays. ``ratio`` is
+sweep / kernel. For the IDEPM the kernel runs on its K+ active atoms.
+
+Everything runs on one core: ``NUMBA_NUM_THREADS=1`` is set before numba is imported
+(the kernels are serial anyway). See ``benchmarks/profile_steps.py`` for where the time
+of a sweep goes, and ``chapters/16_performance`` for the cost model.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+from numba import njit  # noqa: E402
+
+import epm_lib  # noqa: E402
+from epm_lib import datasets  # noqa: E402
+from epm_lib.distributions import cepm_grid  # noqa: E402
+from epm_lib.models import gamma_epm, depm, idepm  # noqa: E402
+
+#: short name -> (loader name, shape, number of ones) of the paper's MovieLens matrices (Sec. 5)
+DATASETS = {
+    "ml100k": ("movielens100k", (943, 1682), 55_375),
+    "ml1m": ("movielens1m", (6040, 3706), 575_281),
+}
+E0 = F0 = 0.01          # the hyperprior of Sec. 5 (fit's default)
+
+
+# ------------------------------------------------------------------------------------------
+# the speed-of-light kernel
+# ------------------------------------------------------------------------------------------
+
+@njit(fastmath=True)
+def rates_kernel(rows, cols, U, V, lam, out):
+    """out[e] = sum_k U[i, k] lam[k] V[j, k] for every one e = (i, j): O(nnz x T), no randomness."""
+    T = lam.shape[0]
+    for e in range(rows.shape[0]):
+        i = rows[e]
+        j = cols[e]
+        s = 0.0
+        for k in range(T):
+            s += U[i, k] * lam[k] * V[j, k]
+        out[e] = s
+
+
+# ------------------------------------------------------------------------------------------
+# data
+# ------------------------------------------------------------------------------------------
+
+def random_binary(shape, n_ones, seed=0):
+    """A random binary CSR matrix with exactly ``n_ones`` ones at uniform positions."""
+    rng = np.random.default_rng(seed)
+    I, J = shape
+    idx = np.empty(0, dtype=np.int64)
+    while idx.size < n_ones:
+        idx = np.union1d(idx, rng.integers(0, I * J, size=int(1.05 * (n_ones - idx.size)) + 16))
+    idx = np.sort(rng.choice(idx, size=n_ones, replace=False))
+    X = sp.csr_matrix((np.ones(n_ones, dtype=np.int8), (idx // J, idx % J)), shape=shape)
+    X.sort_indices()
+    return X
+
+
+def get_matrix(short, data_dir):
+    """(X, description of what was used)."""
+    name, shape, n_ones = DATASETS[short]
+    try:
+        d = datasets.load(name, data_dir=data_dir)
+        return d.X, f"{name} (real, {shape[0]}x{shape[1]}, {d.n_ones:,} ones)"
+    except datasets.DataError as err:            # missing or altered file: fall back
+        X = random_binary(shape, n_ones)
+        reason = type(err).__name__
+        return X, f"random {shape[0]}x{shape[1]}, {n_ones:,} ones ({name} not available: {reason})"
+
+
+# ------------------------------------------------------------------------------------------
+# timing
+# ------------------------------------------------------------------------------------------
+
+def clock():
+    return time.perf_counter(), time.process_time()
+
+
+def time_calls(fn, repeats):
+    """Median wall and CPU seconds of ``repeats`` calls of fn() (no argument)."""
+    wall, cpu = [], []
+    for _ in range(repeats):
+        w0, c0 = clock()
+        fn()
+        w1, c1 = clock()
+        wall.append(w1 - w0)
+        cpu.append(c1 - c0)
+    return float(np.median(wall)), float(np.median(cpu))
+
+
+def kernel_seconds(rows, cols, R, C, lam, repeats):
+    out = np.empty(rows.shape[0])
+    rates_kernel(rows, cols, R, C, lam, out)                    # compile / warm caches
+    return time_calls(lambda: rates_kernel(rows, cols, R, C, lam, out), max(repeats, 10))
+
+
+def bench_truncated(X, model, T, repeats, warmup, seed):
+    """Time epm_sweep / depm_sweep on the state of a ``warmup``-sweep fit."""
+    r = epm_lib.fit(X, model, T=T, n_iter=warmup, n_avg=1, seed=seed)
+    st = r.state
+    rows, cols = st["rows"], st["cols"]
+    I, J = X.shape
+    rng = np.random.default_rng(seed + 1)
+    m_ik, m_jk, m_k = st["m_ik"], st["m_jk"], st["m_k"]
+    if model == "DEPM":
+        R, C, lam, h = st["phi"], st["psi"], st["lam"], st["h"]
+
+        def sweep():
+            depm.depm_sweep(rng, rows, cols, R, C, lam, h, m_ik, m_jk, m_k, E0, F0)
+    else:
+        R, C, lam, h = st["U"], st["V"], st["lam"], st["h"]
+        grid = cepm_grid()
+        cepm = model == "CEPM"
+
+        def sweep():
+            gamma_epm.epm_sweep(rng, rows, cols, R, C, lam, h, m_ik, m_jk, m_k, E0, F0,
+                                cepm, float(I), float(J), False, grid)
+    sweep()                                                      # warm-up call
+    wall, cpu = time_calls(sweep, repeats)
+    kwall, kcpu = kernel_seconds(rows, cols, R, C, lam, repeats)
+    return dict(model=f"{model}-{T}", T=T, K=int(np.count_nonzero(m_k)), M=int(m_k.sum()),
+                wall=wall, cpu=cpu, kernel_wall=kwall, kernel_cpu=kcpu)
+
+
+def bench_idepm(X, repeats, settle, seed):
+    """Time idepm_sweep (exact m-step) on the seating of a ``settle``-sweep fit."""
+    r = epm_lib.fit(X, "IDEPM", n_iter=settle, n_avg=1, seed=seed)
+    st = r.state
+    rows, cols = st["rows"], st["cols"]
+    I, J = X.shape
+    rng = np.random.default_rng(seed + 1)
+    s = dict(offsets=st["offsets"], z=st["z"], h=st["h"])
+
+    def sweep():
+        off, z, phi, psi, lam, K = idepm.idepm_sweep(rng, rows, cols, s["offsets"], s["z"], I, J, s["h"],
+                                                     E0, F0, True, 1)
+        s.update(offsets=off, z=z, phi=phi, psi=psi, lam=lam, K=K)
+
+    sweep()
+    wall, cpu = time_calls(sweep, repeats)
+    kwall, kcpu = kernel_seconds(rows, cols, s["phi"], s["psi"], s["lam"], repeats)
+    n = settle // 4 or 1
+    return dict(model="IDEPM", T=None, K=int(s["K"]), M=int(s["z"].shape[0]),
+                K_settle=f"{r.K[-n:].min()}-{r.K[-n:].max()} over the last {n} settling sweeps",
+                M_settle=f"{int(r.M[-n])} -> {int(r.M[-1])}",
+                wall=wall, cpu=cpu, kernel_wall=kwall, kernel_cpu=kcpu)
+
+
+# ------------------------------------------------------------------------------------------
+# main
+# ------------------------------------------------------------------------------------------
+
+def machine():
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "?")
+    except OSError:
+        cpu = platform.processor() or "?"
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    commit = "?"
+    try:                                   # which epm_lib was timed (it changes as it is optimised)
+        root = os.path.dirname(os.path.dirname(os.path.abspath(epm_lib.__file__)))
+        git = ["git", "-C", root]
+        commit = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        if subprocess.run(git + ["status", "--porcelain", "--untracked-files=no", "--", "epm_lib"], capture_output=True,
+                          text=True, check=True).stdout.strip():
+            commit += "+modified"
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return dict(cpu=cpu, cores=os.cpu_count(), load_avg_1min=round(load, 2),
+                python=platform.python_version(), numpy=np.__version__,
+                numba=sys.modules["numba"].__version__, epm_lib=epm_lib.__version__,
+                numba_num_threads=os.environ.get("NUMBA_NUM_THREADS"), epm_lib_commit=commit,
+                date=datetime.date.today().isoformat())
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data-dir", default=None, help="folder with ml-100k/ and ml-1m/ (default $EPM_DATA_DIR)")
+    p.add_argument("--datasets", nargs="+", default=["ml100k", "ml1m"], choices=sorted(DATASETS))
+    p.add_argument("--repeats", type=int, default=5, help="timed sweeps per sampler (median reported)")
+    p.add_argument("--T", type=int, nargs="+", default=[16, 128], help="truncation levels")
+    p.add_argument("--warmup", type=int, default=10, help="fit sweeps before timing (truncated models)")
+    p.add_argument("--settle", type=int, default=100, help="fit sweeps before timing the IDEPM")
+    p.add_argument("--models", nargs="+", default=["EPM", "CEPM", "DEPM", "IDEPM"])
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", default=None, help="also write the results to this JSON file")
+    a = p.parse_args(argv)
+
+    info = machine()
+    print(f"# seconds per sweep, one core ({info['cpu']}, {info['cores']} cores, "
+          f"load average {info['load_avg_1min']}), {info['date']}")
+    print(f"# numpy {info['numpy']}, numba {info['numba']}, epm_lib {info['epm_lib']} "
+          f"(commit {info['epm_lib_commit']}); "
+          f"median of {a.repeats} sweeps; kernel = sum_k U_ik lambda_k V_jk over the ones (fastmath)\n")
+    results = []
+    for short in a.datasets:
+        X, what = get_matrix(short, a.data_dir)
+        print(f"## {short}: {what}\n")
+        print("| sampler | K | M | sweep s (CPU) | sweep s (wall) | kernel ms (CPU) | ratio (CPU) |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for model in a.models:
+            runs = []
+            if model == "IDEPM":
+                runs.append(bench_idepm(X, a.repeats, a.settle, a.seed))
+            else:
+                for T in a.T:
+                    runs.append(bench_truncated(X, model, T, a.repeats, a.warmup, a.seed))
+            for r in runs:
+                r.update(dataset=short, data=what, ratio=r["cpu"] / r["kernel_cpu"])
+                results.append(r)
+                print(f"| {r['model']} | {r['K']} | {r['M']:,} | {r['cpu']:.4f} | {r['wall']:.4f} | "
+                      f"{1e3 * r['kernel_cpu']:.2f} | {r['ratio']:.1f} |", flush=True)
+        for r in results:
+            if r["dataset"] == short and r["model"] == "IDEPM":
+                print(f"\nIDEPM after {a.settle} settling sweeps: K+ {r['K_settle']}; M {r['M_settle']}")
+        print()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(dict(machine=info, settings=vars(a), results=results), f, indent=1)
+        print(f"wrote {a.json}")
+
+
+if __name__ == "__main__":
+    main()
