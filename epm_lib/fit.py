@@ -147,8 +147,8 @@ def _check_pos(name, v):
 def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
     """The initial state of a sampler (documented in the Part II chapters).
 
-    Hyperparameters start at 1 (the CEPM's b1 = I a1 and b2 = J a2 at I and J).
-    EPM/CEPM: U, V drawn from their prior given these, Gamma(a1, b1) and Gamma(a2, b2);
+    Hyperparameters start at 1. EPM/CEPM: U, V drawn from Gamma(1, 1) (for the CEPM
+    its first sweep then sets b1 = I a1, b2 = J a2);
     DEPM: the columns of phi, psi from Dirichlet(1, ..., 1); truncated models:
     lambda_k = gamma0/(c0 T), its prior mean, so that every atom starts with
     an equal share and the sampler has to *shrink* the model. IDEPM: one
@@ -156,10 +156,8 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
     """
     if model in ("EPM", "CEPM"):
         h = np.ones(6)
-        if model == "CEPM":
-            h[gamma_epm.B1], h[gamma_epm.B2] = I * h[gamma_epm.A1], J * h[gamma_epm.A2]
-        U = rng.gamma(h[gamma_epm.A1], 1.0 / h[gamma_epm.B1], size=(I, T))
-        V = rng.gamma(h[gamma_epm.A2], 1.0 / h[gamma_epm.B2], size=(J, T))
+        U = rng.gamma(1.0, 1.0, size=(I, T))
+        V = rng.gamma(1.0, 1.0, size=(J, T))
         lam = np.full(T, 1.0 / T)
         return dict(U=U, V=V, lam=lam, h=h)
     if model == "DEPM":
