@@ -91,40 +91,13 @@ def sample_assignments(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos
         i = rows[e]
         j = cols[e]
         for s in range(offsets[e], offsets[e + 1]):
-            k = z[s]
-            n_ik[i, k] -= 1
-            n_jk[j, k] -= 1
-            n_k[k] -= 1
-            if n_k[k] == 0:                     # the atom dies: swap-remove from the active list
-                p = pos[k]
-                last = active[n_active - 1]
-                active[p] = last
-                pos[last] = p
-                pos[k] = -1
-                n_active -= 1
-            total = 0.0
-            for a in range(n_active):
-                kk = active[a]
-                nk = n_k[kk]
-                wk = nk * (alpha1 + n_ik[i, kk]) / (Ia1 + nk) * (alpha2 + n_jk[j, kk]) / (Ja2 + nk)
-                w[a] = wk
-                total += wk
-            w[n_active] = w_new
-            total += w_new
+            n_active = _remove_customer(i, j, z[s], n_ik, n_jk, n_k, active, pos, n_active)
+            total = _seat_weights(i, j, n_ik, n_jk, n_k, active, n_active, Ia1, Ja2, alpha1, alpha2, w_new, w)
             a = sample_categorical(rng, w[:n_active + 1], total)
             if a == n_active:                   # open a new atom
-                if n_active == n_k.shape[0]:
-                    n_ik, n_jk, n_k, active, pos = _grow(n_ik, n_jk, n_k, active, pos)
+                n_ik, n_jk, n_k, active, pos, n_active, k = _new_atom(n_ik, n_jk, n_k, active, pos, n_active)
+                if w.shape[0] < n_k.shape[0] + 1:
                     w = np.empty(n_k.shape[0] + 1)
-                knew = -1
-                for kk in range(n_k.shape[0]):  # first free id
-                    if pos[kk] < 0 and n_k[kk] == 0:
-                        knew = kk
-                        break
-                active[n_active] = knew
-                pos[knew] = n_active
-                n_active += 1
-                k = knew
             else:
                 k = active[a]
             z[s] = k
