@@ -247,6 +247,7 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         order = np.lexsort((test[1], test[0]))
         t_rows, t_cols, t_labels = test[0][order], test[1][order], test[2][order]
         prob_sum = np.zeros(order.shape[0])
+        z_ptr, z_cols, o_rows, o_cols = common.split_test(t_rows, t_cols, t_labels, I)
     if model != "IDEPM":
         m_ik = np.zeros((I, T), dtype=np.int64)
         m_jk = np.zeros((J, T), dtype=np.int64)
@@ -285,10 +286,13 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         for n, v in zip(names, st["h"]):
             hyper[n][it] = v
         if test is not None:
-            rates = common.link_rates(t_rows, t_cols, R, C, lam)
-            tdll_trace[it] = common.tdll_from_rates(rates, t_labels)
-            if it >= n_iter - n_avg:
+            if it >= n_iter - n_avg:    # the posterior mean needs every test entry's rate
+                rates = common.link_rates(t_rows, t_cols, R, C, lam)
+                tdll_trace[it] = common.tdll_from_rates(rates, t_labels)
                 prob_sum += -np.expm1(-rates)
+            else:                       # the trace only needs sums: zeros enter through row sums
+                tdll_trace[it] = common.test_loglik_sum(z_ptr, z_cols, o_rows, o_cols,
+                                                        R, C, lam) / t_rows.shape[0]
     if test is not None:
         test_prob = np.empty_like(prob_sum)
         test_prob[order] = prob_sum / n_avg

@@ -142,3 +142,43 @@ def test_invalid_test_entries():
     for test, msg in bad:
         with pytest.raises(ValueError, match=msg):
             fit(X, "DEPM", T=2, n_iter=1, n_avg=1, test=test)
+
+
+@pytest.mark.parametrize("T", [1, 3, 4, 9])
+def test_test_loglik_sum_equals_per_entry_sum(T):
+    """The row-sum evaluation of the test likelihood (zeros through W_ik) equals the per-entry one."""
+    from epm_lib.models import common
+    rng = np.random.default_rng(T)
+    I, J, n = 30, 25, 400
+    lin = rng.choice(I * J, n, replace=False)
+    rows, cols = (lin // J).astype(np.int32), (lin % J).astype(np.int32)
+    labels = (rng.random(n) < 0.2).astype(np.int8)
+    order = np.lexsort((cols, rows))
+    rows, cols, labels = rows[order], cols[order], labels[order]
+    R, C = rng.gamma(0.5, 1.0, (I, T)), rng.gamma(0.5, 1.0, (J, T))
+    R[3] = 0.0                                    # a row with zero rates: its zeros add nothing
+    lam = rng.gamma(1.0, 1.0, T)
+    parts = common.split_test(rows, cols, labels, I)
+    got = common.test_loglik_sum(*parts, R, C, lam)
+    want = n * common.tdll_from_rates(common.link_rates(rows, cols, R, C, lam), labels)
+    if np.any(labels[rows == 3] == 1):
+        assert got == want == -np.inf              # a one with rate 0 has likelihood 0
+    else:
+        assert got == pytest.approx(want, rel=1e-12)
+    # only zeros, only ones
+    for keep in (labels == 0, labels == 1):
+        r, c, l = rows[keep & (rows != 3)], cols[keep & (rows != 3)], labels[keep & (rows != 3)]
+        got = common.test_loglik_sum(*common.split_test(r, c, l, I), R, C, lam)
+        want = r.size * common.tdll_from_rates(common.link_rates(r, c, R, C, lam), l)
+        assert got == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_tdll_trace_same_with_either_evaluation(model, T):
+    """Test evaluation draws no random numbers: the chain is the same whatever n_avg is, and the
+    trace from row sums (before the averaging window) equals the per-entry one (inside it)."""
+    X, test = small_problem(2)
+    a = fit(X, model, T=T, n_iter=20, n_avg=20, seed=5, test=test)    # per-entry throughout
+    b = fit(X, model, T=T, n_iter=20, n_avg=1, seed=5, test=test)     # row sums for 19 iterations
+    assert np.array_equal(a.K, b.K) and np.array_equal(a.M, b.M)
+    np.testing.assert_allclose(b.tdll_trace, a.tdll_trace, rtol=1e-12)

@@ -17,7 +17,7 @@ from ..distributions import sample_ztp, sample_crt, sample_log_beta
 
 __all__ = [
     "row_dot", "sample_latent_counts", "link_rates", "crt_sum",
-    "dirichlet_multinomial_aux", "tdll_from_rates",
+    "dirichlet_multinomial_aux", "tdll_from_rates", "split_test", "test_loglik_sum",
 ]
 
 
@@ -152,6 +152,65 @@ def tdll_from_rates(rates, labels):
         else:
             s -= r
     return s / rates.shape[0] if rates.shape[0] > 0 else np.nan
+
+
+def split_test(t_rows, t_cols, t_labels, I):
+    """Arrange held-out entries (sorted by row) for :func:`test_loglik_sum`.
+
+    Returns ``(z_ptr, z_cols, o_rows, o_cols)``: the test zeros as CSR (row
+    pointers of length I + 1 and their columns) and the test ones as (row,
+    col) pairs.
+    """
+    t_rows = np.asarray(t_rows)
+    zero = np.asarray(t_labels) == 0
+    z_ptr = np.zeros(I + 1, dtype=np.int64)
+    np.cumsum(np.bincount(t_rows[zero], minlength=I), out=z_ptr[1:])
+    return (z_ptr, np.ascontiguousarray(t_cols[zero], dtype=np.int64),
+            np.ascontiguousarray(t_rows[~zero]), np.ascontiguousarray(t_cols[~zero]))
+
+
+@njit(cache=True)
+def test_loglik_sum(z_ptr, z_cols, o_rows, o_cols, R, C, lam):
+    """Sum of the Bernoulli log likelihoods of the held-out entries (Eq. 1 link).
+
+    A test zero contributes ln P(x = 0) = -rate_ij = -sum_k R_ik lam_k C_jk,
+    so the zeros of row i only enter through W_ik = sum_{j in zeros(i)} C_jk:
+    their sum is -sum_i sum_k R_ik lam_k W_ik. Accumulating W is an
+    element-wise vector addition (the compiler vectorises it without changing
+    any summation order), about three times faster than a dot product per
+    entry; the test ones (a few percent of the entries) get their own rate and
+    ln(1 - exp(-rate)). Cost O(test entries x T); no dense array.
+    Equals ``n_test * tdll_from_rates(link_rates(...), labels)`` up to rounding.
+    """
+    I, T = R.shape
+    W = np.empty(T)
+    total = 0.0
+    for i in range(I):
+        a = z_ptr[i]
+        b = z_ptr[i + 1]
+        if a == b:
+            continue
+        for k in range(T):
+            W[k] = 0.0
+        for e in range(a, b):
+            j = z_cols[e]
+            for k in range(T):
+                W[k] += C[j, k]
+        s = 0.0
+        for k in range(T):
+            s += R[i, k] * lam[k] * W[k]
+        total -= s
+    Rl = np.empty(T)
+    last = -1
+    for e in range(o_rows.shape[0]):
+        i = o_rows[e]
+        if i != last:
+            for k in range(T):
+                Rl[k] = R[i, k] * lam[k]
+            last = i
+        r = row_dot(Rl, C[o_cols[e]])
+        total += math.log(-math.expm1(-r)) if r > 0.0 else -np.inf
+    return total
 
 
 @njit(cache=True)
