@@ -4,7 +4,8 @@
 Usage::
 
     python benchmarks/bench_sweeps.py [--data-dir DIR] [--datasets ml100k ml1m] [--repeats N]
-                                      [--T 16 128] [--warmup N] [--settle N] [--json PATH]
+                                      [--T 16 128] [--warmup N] [--settle N] [--K-init 10 100]
+                                      [--json PATH]
 
 For each data set the real MovieLens matrix is used when it can be loaded
 (``epm_lib.datasets.load``, from ``--data-dir`` or ``$EPM_DATA_DIR``); otherwise a random
@@ -14,7 +15,9 @@ says which.
 What is timed: one call of the sweep kernel itself (``gamma_epm.epm_sweep``,
 ``depm.depm_sweep``, ``idepm.idepm_sweep``) on the state arrays of a short ``epm_lib.fit``
 run (``--warmup`` sweeps for the truncated models, ``--settle`` sweeps for the IDEPM, which
-also compiles every kernel), not ``fit`` (which also evaluates test likelihoods). The
+also compiles every kernel; the IDEPM once per ``--K-init``, its initial number of atoms: its
+cost follows the number of active atoms K+, and on MovieLens1M K+ stays near where it starts
+for hundreds of sweeps), not ``fit`` (which also evaluates test likelihoods). The
 median over ``--repeats`` consecutive sweeps is reported, as wall-clock seconds and as CPU
 seconds of this process (on a shared machine the CPU time is the fairer number; the two
 agree on an idle one).
@@ -159,9 +162,9 @@ def bench_truncated(X, model, T, repeats, warmup, seed):
                 wall=wall, cpu=cpu, kernel_wall=kwall, kernel_cpu=kcpu)
 
 
-def bench_idepm(X, repeats, settle, seed):
-    """Time idepm_sweep (exact m-step) on the seating of a ``settle``-sweep fit."""
-    r = epm_lib.fit(X, "IDEPM", n_iter=settle, n_avg=1, seed=seed)
+def bench_idepm(X, repeats, settle, seed, K_init):
+    """Time idepm_sweep (exact m-step) on the seating of a ``settle``-sweep fit from ``K_init`` atoms."""
+    r = epm_lib.fit(X, "IDEPM", n_iter=settle, n_avg=1, seed=seed, K_init=K_init)
     st = r.state
     rows, cols = st["rows"], st["cols"]
     I, J = X.shape
@@ -177,7 +180,7 @@ def bench_idepm(X, repeats, settle, seed):
     wall, cpu = time_calls(sweep, repeats)
     kwall, kcpu = kernel_seconds(rows, cols, s["phi"], s["psi"], s["lam"], repeats)
     n = settle // 4 or 1
-    return dict(model="IDEPM", T=None, K=int(s["K"]), M=int(s["z"].shape[0]),
+    return dict(model=f"IDEPM (K_init {K_init})", T=None, K=int(s["K"]), M=int(s["z"].shape[0]),
                 K_settle=f"{r.K[-n:].min()}-{r.K[-n:].max()} over the last {n} settling sweeps",
                 M_settle=f"{int(r.M[-n])} -> {int(r.M[-1])}",
                 wall=wall, cpu=cpu, kernel_wall=kwall, kernel_cpu=kcpu)
@@ -220,6 +223,9 @@ def main(argv=None):
     p.add_argument("--T", type=int, nargs="+", default=[16, 128], help="truncation levels")
     p.add_argument("--warmup", type=int, default=10, help="fit sweeps before timing (truncated models)")
     p.add_argument("--settle", type=int, default=100, help="fit sweeps before timing the IDEPM")
+    p.add_argument("--K-init", type=int, nargs="+", default=[10, epm_lib.DEFAULT_K_INIT],
+                   help="IDEPM initial numbers of atoms (default: 10, the issue's reference point, and "
+                        "the library default)")
     p.add_argument("--models", nargs="+", default=["EPM", "CEPM", "DEPM", "IDEPM"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
@@ -240,7 +246,7 @@ def main(argv=None):
         for model in a.models:
             runs = []
             if model == "IDEPM":
-                runs.append(bench_idepm(X, a.repeats, a.settle, a.seed))
+                runs.extend(bench_idepm(X, a.repeats, a.settle, a.seed, k) for k in a.K_init)
             else:
                 for T in a.T:
                     runs.append(bench_truncated(X, model, T, a.repeats, a.warmup, a.seed))
@@ -250,8 +256,8 @@ def main(argv=None):
                 print(f"| {r['model']} | {r['K']} | {r['M']:,} | {r['cpu']:.4f} | {r['wall']:.4f} | "
                       f"{1e3 * r['kernel_cpu']:.2f} | {r['ratio']:.1f} |", flush=True)
         for r in results:
-            if r["dataset"] == short and r["model"] == "IDEPM":
-                print(f"\nIDEPM after {a.settle} settling sweeps: K+ {r['K_settle']}; M {r['M_settle']}")
+            if r["dataset"] == short and r["model"].startswith("IDEPM"):
+                print(f"\n{r['model']} after {a.settle} settling sweeps: K+ {r['K_settle']}; M {r['M_settle']}")
         print()
     if a.json:
         with open(a.json, "w") as f:

@@ -7,7 +7,11 @@ The state is the seating of customers: each one of X, (i, j), has m_ij.
 customers (``m_e``; the customers of entry e are ``z[offsets[e]:offsets[e+1]]``),
 each seated at an atom. Atom ids index the count arrays n_ik (I x Kcap),
 n_jk (J x Kcap) and n_k (Kcap); an atom is active while n_k > 0, and the
-active ids are kept in ``active[:n_active]`` (``pos`` maps id -> place).
+active ids are kept in ``active[:n_active]`` (``pos`` maps id -> place), the
+order in which their weights enter the draws. The z-step and the exact m-step
+work on a float64 copy of the counts plus a per-atom factor (``to_float_seating``,
+see the comment above ``atom_factor``); ``sample_assignments`` and
+``birth_death_customers`` take and return the int64 form.
 
 One sweep (``idepm_sweep``):
 
@@ -31,11 +35,12 @@ import math
 import numpy as np
 from numba import njit
 
-from ..distributions import sample_ztp, sample_gamma, sample_dirichlet, sample_categorical
+from ..distributions import sample_ztp, sample_gamma, sample_dirichlet
 from .depm import ALPHA1, ALPHA2, GAMMA0, C0, HYPER_NAMES, sample_concentration
 
 __all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES",
-           "seat_counts", "sample_assignments", "sample_active_parameters",
+           "seat_counts", "atom_factor", "to_float_seating", "to_int_seating", "seat_weights", "draw_seat",
+           "sample_assignments", "birth_death_customers", "sample_active_parameters",
            "resample_customers", "sample_gamma0_idepm", "sample_c0_idepm", "idepm_sweep"]
 
 
@@ -56,21 +61,250 @@ def seat_counts(rows, cols, offsets, z, I, J, Kcap):
     return n_ik, n_jk, n_k
 
 
+# ---------------------------------------------------------------------------------------------
+# The seating as used by the z-step and the exact m-step
+#
+# Atoms have ids (the columns of the count arrays, which are float64 holding exact integers);
+# the active ids, in the order in which their weights enter the categorical draws, are
+# ``active[:n_active]`` and ``pos[id]`` is the place of an id in that list (-1: free). Closing an
+# atom moves the last active id into its place (a swap-remove); opening one appends the smallest
+# free id. For speed each atom also carries the factor
+#     g_k = c_k / ((I alpha1 + c_k)(J alpha2 + c_k)),   so that   f_k = g_k (alpha1 + c_ik)(alpha2 + c_jk)
+# (Eq. 6 with J alpha2, erratum E5), updated whenever c_k changes; the weights of all ids below the
+# high-water mark ``hw`` are one contiguous, vectorisable loop (a free id has g = 0), and are
+# then read in the order of the active list.
+# ---------------------------------------------------------------------------------------------
 @njit(cache=True)
-def _grow(n_ik, n_jk, n_k, active, pos):
-    Kcap = n_k.shape[0]
-    new = 2 * Kcap
-    a = np.zeros((n_ik.shape[0], new), dtype=np.int64)
-    a[:, :Kcap] = n_ik
-    b = np.zeros((n_jk.shape[0], new), dtype=np.int64)
-    b[:, :Kcap] = n_jk
-    c = np.zeros(new, dtype=np.int64)
-    c[:Kcap] = n_k
-    d = np.zeros(new, dtype=np.int64)
-    d[:Kcap] = active
-    p = np.full(new, -1, dtype=np.int64)
-    p[:Kcap] = pos
-    return a, b, c, d, p
+def atom_factor(c, Ia1, Ja2):
+    """g = c / ((I alpha1 + c)(J alpha2 + c)): the atom part of the z-step weight (Eq. 6)."""
+    return c / ((Ia1 + c) * (Ja2 + c))
+
+
+@njit(cache=True)
+def to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2):
+    """The seating of ``seat_counts``/``active_from_counts`` as float64 counts plus atom factors:
+    ``(C_i, C_j, C_k, g, active, pos, hw)`` (copies; ``hw`` = largest active id + 1)."""
+    cap = max(n_k.shape[0], n_active + 1)
+    C_i = np.zeros((n_ik.shape[0], cap))
+    C_i[:, :n_k.shape[0]] = n_ik
+    C_j = np.zeros((n_jk.shape[0], cap))
+    C_j[:, :n_k.shape[0]] = n_jk
+    C_k = np.zeros(cap)
+    g = np.zeros(cap)
+    act = np.zeros(cap, dtype=np.int64)
+    ps = np.full(cap, -1, dtype=np.int64)
+    hw = 0
+    for a in range(n_active):
+        k = active[a]
+        act[a] = k
+        ps[k] = a
+        C_k[k] = n_k[k]
+        g[k] = atom_factor(C_k[k], Ia1, Ja2)
+        hw = max(hw, k + 1)
+    return C_i, C_j, C_k, g, act, ps, hw
+
+
+@njit(cache=True)
+def to_int_seating(C_i, C_j, C_k, active, pos, n_active):
+    """Back to int64 counts: ``(n_ik, n_jk, n_k, active, pos, n_active)`` (copies)."""
+    n_ik = np.empty(C_i.shape, dtype=np.int64)
+    n_ik[:, :] = C_i
+    n_jk = np.empty(C_j.shape, dtype=np.int64)
+    n_jk[:, :] = C_j
+    n_k = np.empty(C_k.shape[0], dtype=np.int64)
+    n_k[:] = C_k
+    return n_ik, n_jk, n_k, active.copy(), pos.copy(), n_active
+
+
+@njit(cache=True)
+def _grow(C_i, C_j, C_k, g, active, pos):
+    cap = C_k.shape[0]
+    new = 2 * cap
+    a = np.zeros((C_i.shape[0], new))
+    a[:, :cap] = C_i
+    b = np.zeros((C_j.shape[0], new))
+    b[:, :cap] = C_j
+    c = np.zeros(new)
+    c[:cap] = C_k
+    d = np.zeros(new)
+    d[:cap] = g
+    e = np.zeros(new, dtype=np.int64)
+    e[:cap] = active
+    f = np.full(new, -1, dtype=np.int64)
+    f[:cap] = pos
+    return a, b, c, d, e, f
+
+
+@njit(cache=True)
+def _new_atom(C_i, C_j, C_k, g, active, pos, n_active, hw):
+    """Open an empty atom with the smallest free id, appended to the active list (the arrays grow
+    when full). Returns the arrays, n_active + 1, hw and the new id."""
+    if n_active == C_k.shape[0]:
+        C_i, C_j, C_k, g, active, pos = _grow(C_i, C_j, C_k, g, active, pos)
+    knew = 0
+    while pos[knew] >= 0:                   # fewer than capacity ids are in use
+        knew += 1
+    active[n_active] = knew
+    pos[knew] = n_active
+    return C_i, C_j, C_k, g, active, pos, n_active + 1, max(hw, knew + 1), knew
+
+
+@njit(cache=True)
+def _add_customer(i, j, k, C_i, C_j, C_k, g, Ia1, Ja2):
+    C_i[i, k] += 1.0
+    C_j[j, k] += 1.0
+    C_k[k] += 1.0
+    g[k] = atom_factor(C_k[k], Ia1, Ja2)
+
+
+@njit(cache=True)
+def _remove_customer(i, j, k, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2):
+    """Take a customer of entry (i, j) off atom k; an emptied atom is closed (swap-remove from the
+    active list; its counts are all zero, so nothing moves). Returns the new n_active."""
+    C_i[i, k] -= 1.0
+    C_j[j, k] -= 1.0
+    C_k[k] -= 1.0
+    if C_k[k] > 0.0:
+        g[k] = atom_factor(C_k[k], Ia1, Ja2)
+        return n_active
+    g[k] = 0.0
+    p = pos[k]
+    last = active[n_active - 1]
+    active[p] = last
+    pos[last] = p
+    pos[k] = -1
+    return n_active - 1
+
+
+@njit(cache=True)
+def seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new, w_id, w,
+                 own=-1, g_own=0.0):
+    """The z-step weights of Eq. (6) for a customer of entry (i, j) (counts without it).
+
+    ``w_id[k] = g_k (alpha1 + c_ik)(alpha2 + c_jk)`` for every id k < hw (vectorised). If
+    ``own >= 0``, the counts still include the customer, who sits at atom ``own``: its weight
+    uses the counts minus one and ``g_own`` = g of c_own - 1. Then
+    ``w[a] = w_id[active[a]]`` in the order of the active list and ``w[n_active] = w_new``
+    (= gamma0/(I J)). Returns their sum, taken in blocks of four (fixed order), the blocks
+    that :func:`draw_seat` scans.
+    """
+    ci = C_i[i]
+    cj = C_j[j]
+    for k in range(hw):
+        w_id[k] = g[k] * (alpha1 + ci[k]) * (alpha2 + cj[k])
+    if own >= 0:
+        w_id[own] = g_own * (alpha1 + (ci[own] - 1.0)) * (alpha2 + (cj[own] - 1.0))
+    for a in range(n_active):
+        w[a] = w_id[active[a]]
+    w[n_active] = w_new
+    n = n_active + 1
+    total = 0.0
+    b = 0
+    while b + 4 <= n:
+        total += (w[b] + w[b + 1]) + (w[b + 2] + w[b + 3])
+        b += 4
+    while b < n:
+        total += w[b]
+        b += 1
+    return total
+
+
+@njit(cache=True)
+def draw_seat(rng, w, n, total):
+    """Index a < n drawn with probability w[a] / total, ``total`` from :func:`seat_weights`:
+    one uniform, inverted through the cumulative sums of the same blocks of four."""
+    u = rng.random() * total
+    cum = 0.0
+    b = 0
+    while b + 4 <= n:
+        nxt = cum + ((w[b] + w[b + 1]) + (w[b + 2] + w[b + 3]))
+        if u < nxt:
+            for a in range(b, b + 4):
+                cum += w[a]
+                if u < cum:
+                    return a
+            return _last_positive(w, b + 4)     # rounding inside the block
+        cum = nxt
+        b += 4
+    while b < n:
+        cum += w[b]
+        if u < cum:
+            return b
+        b += 1
+    return _last_positive(w, n)                 # rounding put u at the very top
+
+
+@njit(cache=True)
+def _last_positive(w, top):
+    for a in range(top - 1, -1, -1):
+        if w[a] > 0.0:
+            return a
+    return top - 1
+
+
+@njit(cache=True)
+def _z_step(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, hw, Ia1, Ja2,
+            alpha1, alpha2, w_new):
+    # g_k stays the factor of the full count while a customer is out for reseating; the weight of the
+    # customer's own atom uses gm_k = factor(c_k - 1) instead. Both change only when the customer
+    # moves, so most reseatings need no division on their critical path.
+    cap = C_k.shape[0]
+    gm = np.zeros(cap)
+    for a in range(n_active):
+        k = active[a]
+        gm[k] = atom_factor(C_k[k] - 1.0, Ia1, Ja2)
+    w_id = np.empty(cap)
+    w = np.empty(cap + 1)
+    for e in range(rows.shape[0]):
+        i = rows[e]
+        j = cols[e]
+        for s in range(offsets[e], offsets[e + 1]):
+            kold = z[s]
+            closed = C_k[kold] == 1.0
+            if closed:                          # its only customer: close the atom (swap-remove)
+                C_i[i, kold] = 0.0
+                C_j[j, kold] = 0.0
+                C_k[kold] = 0.0
+                g[kold] = 0.0
+                gm[kold] = 0.0
+                p = pos[kold]
+                last = active[n_active - 1]
+                active[p] = last
+                pos[last] = p
+                pos[kold] = -1
+                n_active -= 1
+                total = seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new,
+                                     w_id, w, -1, 0.0)
+            else:                               # counts still include the customer; see seat_weights
+                total = seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new,
+                                     w_id, w, kold, gm[kold])
+            a = draw_seat(rng, w, n_active + 1, total)
+            if a == n_active:                   # open a new atom
+                C_i, C_j, C_k, g, active, pos, n_active, hw, k = _new_atom(C_i, C_j, C_k, g, active, pos,
+                                                                           n_active, hw)
+                if gm.shape[0] < C_k.shape[0]:
+                    gm2 = np.zeros(C_k.shape[0])
+                    gm2[:gm.shape[0]] = gm
+                    gm = gm2
+                    w_id = np.empty(C_k.shape[0])
+                    w = np.empty(C_k.shape[0] + 1)
+            else:
+                k = active[a]
+            if k == kold and not closed:        # stays: nothing changes
+                continue
+            z[s] = k
+            if not closed:
+                C_i[i, kold] -= 1.0
+                C_j[j, kold] -= 1.0
+                C_k[kold] -= 1.0
+                g[kold] = gm[kold]
+                gm[kold] = atom_factor(C_k[kold] - 1.0, Ia1, Ja2)
+            C_i[i, k] += 1.0
+            C_j[j, k] += 1.0
+            C_k[k] += 1.0
+            gm[k] = g[k]
+            g[k] = atom_factor(C_k[k], Ia1, Ja2)
+    return C_i, C_j, C_k, g, active, pos, n_active, hw
 
 
 @njit(cache=True)
@@ -78,33 +312,19 @@ def sample_assignments(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos
                        alpha1, alpha2, gamma0):
     """The z-step, Eq. (6) (corrected: J alpha2, not I alpha2): reseat every customer once.
 
-    Returns (n_ik, n_jk, n_k, active, pos, n_active); the arrays are new ones
-    when the atom capacity had to grow.
+    Takes and returns the seating of ``seat_counts``/``active_from_counts``
+    ``(n_ik, n_jk, n_k, active, pos, n_active)`` (``z`` is updated in place; the arrays
+    returned are new). ``idepm_sweep`` runs the same kernel on the float form directly.
     """
     I = n_ik.shape[0]
     J = n_jk.shape[0]
     Ia1 = I * alpha1
     Ja2 = J * alpha2
-    w_new = gamma0 / (I * J)
-    w = np.empty(n_k.shape[0] + 1)
-    for e in range(rows.shape[0]):
-        i = rows[e]
-        j = cols[e]
-        for s in range(offsets[e], offsets[e + 1]):
-            n_active = _remove_customer(i, j, z[s], n_ik, n_jk, n_k, active, pos, n_active)
-            total = _seat_weights(i, j, n_ik, n_jk, n_k, active, n_active, Ia1, Ja2, alpha1, alpha2, w_new, w)
-            a = sample_categorical(rng, w[:n_active + 1], total)
-            if a == n_active:                   # open a new atom
-                n_ik, n_jk, n_k, active, pos, n_active, k = _new_atom(n_ik, n_jk, n_k, active, pos, n_active)
-                if w.shape[0] < n_k.shape[0] + 1:
-                    w = np.empty(n_k.shape[0] + 1)
-            else:
-                k = active[a]
-            z[s] = k
-            n_ik[i, k] += 1
-            n_jk[j, k] += 1
-            n_k[k] += 1
-    return n_ik, n_jk, n_k, active, pos, n_active
+    C_i, C_j, C_k, g, act, ps, hw = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
+    C_i, C_j, C_k, g, act, ps, n_active, hw = _z_step(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps,
+                                                      n_active, hw, Ia1, Ja2, alpha1, alpha2,
+                                                      gamma0 / (I * J))
+    return to_int_seating(C_i, C_j, C_k, act, ps, n_active)
 
 
 @njit(cache=True)
@@ -213,46 +433,56 @@ def _active_from_counts(n_k):
 
 
 @njit(cache=True)
-def _new_atom(n_ik, n_jk, n_k, active, pos, n_active):
-    """Open an atom: take a free id (growing the arrays if none is left) and append it to the active list."""
-    if n_active == n_k.shape[0]:
-        n_ik, n_jk, n_k, active, pos = _grow(n_ik, n_jk, n_k, active, pos)
-    knew = -1
-    for kk in range(n_k.shape[0]):
-        if pos[kk] < 0 and n_k[kk] == 0:
-            knew = kk
-            break
-    active[n_active] = knew
-    pos[knew] = n_active
-    return n_ik, n_jk, n_k, active, pos, n_active + 1, knew
-
-
-@njit(cache=True)
-def _remove_customer(i, j, k, n_ik, n_jk, n_k, active, pos, n_active):
-    n_ik[i, k] -= 1
-    n_jk[j, k] -= 1
-    n_k[k] -= 1
-    if n_k[k] == 0:
-        p = pos[k]
-        last = active[n_active - 1]
-        active[p] = last
-        pos[last] = p
-        pos[k] = -1
-        n_active -= 1
-    return n_active
-
-
-@njit(cache=True)
-def _seat_weights(i, j, n_ik, n_jk, n_k, active, n_active, Ia1, Ja2, alpha1, alpha2, w_new, w):
-    total = 0.0
-    for a in range(n_active):
-        kk = active[a]
-        nk = n_k[kk]
-        wk = nk * (alpha1 + n_ik[i, kk]) / (Ia1 + nk) * (alpha2 + n_jk[j, kk]) / (Ja2 + nk)
-        w[a] = wk
-        total += wk
-    w[n_active] = w_new
-    return total + w_new
+def _birth_death(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, hw, Ia1, Ja2,
+                 alpha1, alpha2, w_new, c0, n_moves):
+    nnz = rows.shape[0]
+    new_off = np.empty(nnz + 1, dtype=np.int64)
+    cap = z.shape[0] + nnz * n_moves + 16
+    new_z = np.empty(cap, dtype=np.int64)
+    w_id = np.empty(C_k.shape[0])
+    w = np.empty(C_k.shape[0] + 1)
+    M = 0
+    new_off[0] = 0
+    for e in range(nnz):
+        i = rows[e]
+        j = cols[e]
+        start = M
+        for s in range(offsets[e], offsets[e + 1]):
+            new_z[M] = z[s]
+            M += 1
+        for _ in range(n_moves):
+            n = M - start
+            if w_id.shape[0] < C_k.shape[0]:
+                w_id = np.empty(C_k.shape[0])
+                w = np.empty(C_k.shape[0] + 1)
+            if rng.random() < 0.5:                                  # birth
+                F = seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new, w_id, w)
+                if rng.random() * (c0 + 1.0) * (n + 1) < F:
+                    a = draw_seat(rng, w, n_active + 1, F)
+                    if a == n_active:
+                        C_i, C_j, C_k, g, active, pos, n_active, hw, k = _new_atom(C_i, C_j, C_k, g, active,
+                                                                                   pos, n_active, hw)
+                    else:
+                        k = active[a]
+                    _add_customer(i, j, k, C_i, C_j, C_k, g, Ia1, Ja2)
+                    new_z[M] = k
+                    M += 1
+            elif n >= 2:                                            # death
+                s = start + int(rng.random() * n)
+                k = new_z[s]
+                n_minus = _remove_customer(i, j, k, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
+                Fm = seat_weights(i, j, C_i, C_j, g, active, n_minus, hw, alpha1, alpha2, w_new, w_id, w)
+                if rng.random() * Fm < (c0 + 1.0) * n:
+                    new_z[s] = new_z[M - 1]
+                    M -= 1
+                    n_active = n_minus
+                else:                                               # restore the customer
+                    if n_minus < n_active:                          # its atom was closed: reopen it last
+                        active[n_minus] = k
+                        pos[k] = n_minus
+                    _add_customer(i, j, k, C_i, C_j, C_k, g, Ia1, Ja2)
+        new_off[e + 1] = M
+    return new_off, new_z[:M].copy(), C_i, C_j, C_k, g, active, pos, n_active, hw
 
 
 @njit(cache=True)
@@ -271,65 +501,18 @@ def birth_death_customers(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, 
         death: min(1, (c0 + 1) m_ij. / F'),   F' computed without the removed customer,
     independent of the atom. Unlike the paper's m-step (Eqs. (7)-(8)) this
     accounts for the atoms not yet in use. ``n_moves`` moves per entry.
-    Returns (offsets, z, n_ik, n_jk, n_k, active, pos, n_active).
+    Takes the id-indexed seating; returns (offsets, z, n_ik, n_jk, n_k, active, pos, n_active).
     """
     I = n_ik.shape[0]
     J = n_jk.shape[0]
     Ia1 = I * alpha1
     Ja2 = J * alpha2
-    w_new = gamma0 / (I * J)
-    nnz = rows.shape[0]
-    new_off = np.empty(nnz + 1, dtype=np.int64)
-    cap = z.shape[0] + nnz * n_moves + 16
-    new_z = np.empty(cap, dtype=np.int64)
-    w = np.empty(n_k.shape[0] + 1)
-    M = 0
-    new_off[0] = 0
-    for e in range(nnz):
-        i = rows[e]
-        j = cols[e]
-        start = M
-        for s in range(offsets[e], offsets[e + 1]):
-            new_z[M] = z[s]
-            M += 1
-        for _ in range(n_moves):
-            n = M - start
-            if w.shape[0] < n_k.shape[0] + 1:
-                w = np.empty(n_k.shape[0] + 1)
-            if rng.random() < 0.5:                                  # birth
-                F = _seat_weights(i, j, n_ik, n_jk, n_k, active, n_active, Ia1, Ja2, alpha1, alpha2, w_new, w)
-                if rng.random() * (c0 + 1.0) * (n + 1) < F:
-                    a = sample_categorical(rng, w[:n_active + 1], F)
-                    if a == n_active:
-                        n_ik, n_jk, n_k, active, pos, n_active, k = _new_atom(n_ik, n_jk, n_k, active, pos, n_active)
-                    else:
-                        k = active[a]
-                    n_ik[i, k] += 1
-                    n_jk[j, k] += 1
-                    n_k[k] += 1
-                    new_z[M] = k
-                    M += 1
-            elif n >= 2:                                            # death
-                s = start + int(rng.random() * n)
-                k = new_z[s]
-                n_active_minus = _remove_customer(i, j, k, n_ik, n_jk, n_k, active, pos, n_active)
-                if w.shape[0] < n_k.shape[0] + 1:
-                    w = np.empty(n_k.shape[0] + 1)
-                Fm = _seat_weights(i, j, n_ik, n_jk, n_k, active, n_active_minus, Ia1, Ja2, alpha1, alpha2,
-                                   w_new, w)
-                if rng.random() * Fm < (c0 + 1.0) * n:
-                    new_z[s] = new_z[M - 1]
-                    M -= 1
-                    n_active = n_active_minus
-                else:                                               # restore the customer
-                    if n_k[k] == 0:
-                        active[n_active_minus] = k
-                        pos[k] = n_active_minus
-                    n_ik[i, k] += 1
-                    n_jk[j, k] += 1
-                    n_k[k] += 1
-        new_off[e + 1] = M
-    return new_off, new_z[:M].copy(), n_ik, n_jk, n_k, active, pos, n_active
+    C_i, C_j, C_k, g, act, ps, hw = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
+    off, z, C_i, C_j, C_k, g, act, ps, n_active, hw = _birth_death(
+        rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps, n_active, hw, Ia1, Ja2,
+        alpha1, alpha2, gamma0 / (I * J), c0, n_moves)
+    n_ik, n_jk, n_k, act, ps, n_active = to_int_seating(C_i, C_j, C_k, act, ps, n_active)
+    return off, z, n_ik, n_jk, n_k, act, ps, n_active
 
 
 @njit(cache=True)
@@ -362,16 +545,23 @@ def idepm_sweep(rng, rows, cols, offsets, z, I, J, h, e0, f0, exact_m=True, n_mo
     Kcap = max(2 * K0, K0 + 16)
     n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, Kcap)
     active, pos, n_active = _active_from_counts(n_k)
-    n_ik, n_jk, n_k, active, pos, n_active = sample_assignments(
-        rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
-        h[ALPHA1], h[ALPHA2], h[GAMMA0])
+    alpha1, alpha2, gamma0 = h[ALPHA1], h[ALPHA2], h[GAMMA0]
+    Ia1 = I * alpha1
+    Ja2 = J * alpha2
+    w_new = gamma0 / (I * J)
+    C_i, C_j, C_k, g, active, pos, hw = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
+    C_i, C_j, C_k, g, active, pos, n_active, hw = _z_step(rng, rows, cols, offsets, z, C_i, C_j, C_k, g,
+                                                          active, pos, n_active, hw, Ia1, Ja2,
+                                                          alpha1, alpha2, w_new)
     if exact_m:
-        offsets, z, n_ik, n_jk, n_k, active, pos, n_active = birth_death_customers(
-            rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
-            h[ALPHA1], h[ALPHA2], h[GAMMA0], h[C0], n_moves)
-        z = _relabel(z, active, n_active, n_k.shape[0])
+        offsets, z, C_i, C_j, C_k, g, active, pos, n_active, hw = _birth_death(
+            rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, hw, Ia1, Ja2,
+            alpha1, alpha2, w_new, h[C0], n_moves)
+        for s in range(z.shape[0]):          # atom ids -> places 0..K+-1 in the active list
+            z[s] = pos[z[s]]
         n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, max(n_active, 1))
     else:
+        n_ik, n_jk, n_k, active, pos, n_active = to_int_seating(C_i, C_j, C_k, active, pos, n_active)
         phi, psi, lam = sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
                                                  h[ALPHA1], h[ALPHA2], h[C0])
         offsets, z = resample_customers(rng, rows, cols, phi, psi, lam)
@@ -390,6 +580,5 @@ def idepm_sweep(rng, rows, cols, offsets, z, I, J, h, e0, f0, exact_m=True, n_mo
     return offsets, z, phi, psi, lam, n_active
 
 
-#: public names of two helpers the IDEPM chapter uses to show the z-step weights
-seat_weights = _seat_weights
+#: public name of the helper the IDEPM chapter uses
 active_from_counts = _active_from_counts
