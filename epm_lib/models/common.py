@@ -47,6 +47,10 @@ def row_dot(a, b):
     return (s0 + s1) + (s2 + s3)
 
 
+#: buffered m_jk increments per flush in :func:`sample_latent_counts` (32 KiB)
+_JK_BUFFER = 4096
+
+
 @njit(cache=True)
 def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     """The m-step, Eqs. (10)-(11): for every one of X, m_ij. ~ ZTP(sum_k R_ik C_jk lam_k),
@@ -61,7 +65,10 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     sum after each group (a coarse cdf, in a fixed order, so results are the
     same on every CPU); each customer is then seated by a binary search over
     the groups and a scan within its group: inversion of the exact
-    categorical cdf.
+    categorical cdf. The increments of m_.jk (a random row j per one: a cache
+    miss each on a large matrix) are collected in a small buffer and applied in
+    a separate tight loop, where many misses overlap; counts are integers, so
+    the order of the increments does not change any result.
     """
     I, T = R.shape
     m_ik[:, :] = 0
@@ -74,6 +81,9 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     G = T // 4                      # full groups of four atoms; atoms 4G..T-1 form group G
     P = np.empty(G + 2)             # P[g] = sum of the weights of groups < g
     M = 0
+    buf = np.empty(_JK_BUFFER, dtype=np.int64)    # pending increments of m_jk, as flat indices j T + k
+    nb = 0
+    flat_jk = m_jk.reshape(m_jk.shape[0] * T)
     for e in range(rows.shape[0]):
         i = rows[e]
         j = cols[e]
@@ -118,8 +128,15 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
             else:                       # all weights underflowed: the limit is uniform
                 k = int(rng.random() * T)
             m_ik[i, k] += 1
-            m_jk[j, k] += 1
             m_k[k] += 1
+            if nb == _JK_BUFFER:
+                for b in range(nb):
+                    flat_jk[buf[b]] += 1
+                nb = 0
+            buf[nb] = j * T + k
+            nb += 1
+    for b in range(nb):
+        flat_jk[buf[b]] += 1
     return M
 
 
