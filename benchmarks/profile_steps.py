@@ -5,7 +5,7 @@ Usage::
 
     python benchmarks/profile_steps.py [--data-dir DIR] [--dataset ml1m] [--T 128]
                                        [--models EPM CEPM DEPM IDEPM] [--repeats 5]
-                                       [--warmup 10] [--settle 100]
+                                       [--warmup 10] [--settle 100] [--K-init 100]
 
 Each sweep (``gamma_epm.epm_sweep``, ``depm.depm_sweep``, ``idepm.idepm_sweep``) is replayed
 step by step from Python, calling the library's own numba kernels in the sweep's order and
@@ -354,8 +354,8 @@ def profile_truncated(X, model, T, repeats, warmup, seed):
     report(f"{model}-{T}, K = {int(np.count_nonzero(m_k))}, M = {M:,}", tm, repeats, extra)
 
 
-def profile_idepm(X, repeats, settle, seed):
-    r = epm_lib.fit(X, "IDEPM", n_iter=settle, n_avg=1, seed=seed)
+def profile_idepm(X, repeats, settle, seed, K_init=None):
+    r = epm_lib.fit(X, "IDEPM", n_iter=settle, n_avg=1, seed=seed, K_init=K_init)
     st = r.state
     rows, cols = st["rows"], st["cols"]
     I, J = X.shape
@@ -392,6 +392,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--settle", type=int, default=100)
+    p.add_argument("--K-init", type=int, default=None, help="IDEPM initial atoms (default: fit's)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     X, what = bench.get_matrix(a.dataset, a.data_dir)
@@ -401,7 +402,7 @@ def main(argv=None):
     print(f"# {a.dataset}: {what}")
     for model in a.models:
         if model == "IDEPM":
-            profile_idepm(X, a.repeats, a.settle, a.seed)
+            profile_idepm(X, a.repeats, a.settle, a.seed, a.K_init)
         else:
             for T in a.T:
                 profile_truncated(X, model, T, a.repeats, a.warmup, a.seed)
