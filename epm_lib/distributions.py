@@ -151,20 +151,61 @@ def sample_log_beta(rng, a, b):
 
 
 @njit(cache=True)
+def _standard_gamma_bc(rng, b, c):
+    """``rng.standard_gamma(shape)`` for shape > 1, given b = shape - 1/3 and c = 1/sqrt(9 b).
+
+    The Marsaglia-Tsang loop of numpy's generator (``random_standard_gamma``, as numba
+    compiles it), written out so that b and c, a square root and a division, can be computed
+    once for many draws at the same shape: the draws are bit-identical to ``standard_gamma``.
+    """
+    while True:
+        while True:
+            X = rng.standard_normal()
+            V = 1.0 + c * X
+            if V > 0.0:
+                break
+        V = V * V * V
+        U = rng.random()
+        if U < 1.0 - 0.0331 * (X * X) * (X * X):
+            return b * V
+        if math.log(U) < 0.5 * X * X + b * (1. - V + math.log(V)):
+            return b * V
+
+
+@njit(cache=True)
 def sample_dirichlet(rng, alpha, out):
     """Dirichlet(alpha) draw written into ``out``; robust to tiny concentrations.
 
     Draws log-gammas, normalises with log-sum-exp and floors each component
     at ``TINY`` (Eqs. (30), (31), Appendix C). The floor only moves
     components that are below 2.2e-308, so the draw sums to 1 to within
-    rounding and has no exact zeros.
+    rounding and has no exact zeros. Each log-gamma is exactly
+    ``sample_log_gamma(rng, alpha[k])``; for concentrations below 1 (in the
+    samplers mostly the same value, alpha plus a zero count) the constants of
+    the boosted Gamma(alpha + 1) draw are computed once per run of equal values.
     """
     K = alpha.shape[0]
     mx = -np.inf
+    last = -1.0
+    b = 0.0
+    c = 0.0
     for k in range(K):
-        out[k] = sample_log_gamma(rng, alpha[k])
-        if out[k] > mx:
-            mx = out[k]
+        a = alpha[k]
+        s1 = a + 1.0
+        if a >= 1.0 or s1 == 1.0:          # the general path (s1 == 1: numpy's exponential branch)
+            lg = sample_log_gamma(rng, a)
+        else:                               # as sample_log_gamma: G(a) = G(a + 1) U^(1/a)
+            u = rng.random()
+            while u <= 0.0:
+                u = rng.random()
+            if s1 != last:
+                last = s1
+                b = s1 - 1. / 3.
+                c = 1. / math.sqrt(9 * b)
+            lg = math.log(_standard_gamma_bc(rng, b, c)) + math.log(u) / a
+        out[k] = lg
+        if lg > mx:
+            mx = lg
     s = 0.0
     for k in range(K):
         out[k] = math.exp(out[k] - mx)
