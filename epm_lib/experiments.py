@@ -685,14 +685,14 @@ def _cost(run: Run, shape, ones) -> float:
     """Rough CPU seconds of a run, to start the longest runs first (only the order depends on it).
 
     Measured on MovieLens1M (``results/README.md``), per iteration: the sweep about
-    (49 + 1.9 T) ns per one of X, the test log likelihood (2.24 million held-out entries)
-    about (14 + 0.33 T) ns per entry. The IDEPM counts as T = 128 (its cost follows K+, which
+    (55 + 1.7 T) ns per one of X, the test log likelihood (2.24 million held-out entries)
+    about (8 + 0.23 T) ns per entry. The IDEPM counts as T = 160 (its cost follows K+, which
     ranged from about 20 on MovieLens100K to about 90 on MovieLens1M).
     """
-    size = 128.0 if run.T is None else float(run.T)
+    size = 160.0 if run.T is None else float(run.T)
     I, J = shape
     n_test = I * J / run.n_folds
-    return run.n_iter * 1e-9 * (ones * (49.0 + 1.9 * size) + n_test * (14.0 + 0.33 * size))
+    return run.n_iter * 1e-9 * (ones * (55.0 + 1.7 * size) + n_test * (8.0 + 0.23 * size))
 
 
 def _execute(run: Run):
