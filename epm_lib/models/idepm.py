@@ -262,17 +262,8 @@ def _z_step(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active
             kold = z[s]
             closed = C_k[kold] == 1.0
             if closed:                          # its only customer: close the atom (swap-remove)
-                C_i[i, kold] = 0.0
-                C_j[j, kold] = 0.0
-                C_k[kold] = 0.0
-                g[kold] = 0.0
+                n_active = _remove_customer(i, j, kold, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
                 gm[kold] = 0.0
-                p = pos[kold]
-                last = active[n_active - 1]
-                active[p] = last
-                pos[last] = p
-                pos[kold] = -1
-                n_active -= 1
                 total = seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new,
                                      w_id, w, -1, 0.0)
             else:                               # counts still include the customer; see seat_weights
