@@ -124,39 +124,49 @@ def depm_steps(tm, rng, rows, cols, phi, psi, lam, h, m_ik, m_jk, m_k):
         ge.sample_lambda(rng, m_k, h[depm.GAMMA0] / T, h[depm.C0] + ones, lam)
 
 
-def idepm_steps(tm, rng, rows, cols, offsets, z, I, J, h):
-    """idepm.idepm_sweep (exact m-step, one move per entry), step by step. Returns the new state."""
-    with tm("setup: seat counts n_ik, n_jk, n_k, active list"):
-        K0 = int(z.max()) + 1
-        Kcap = max(2 * K0, K0 + 16)
-        n_ik, n_jk, n_k = idepm.seat_counts(rows, cols, offsets, z, I, J, Kcap)
+def idepm_steps(tm, rng, rows, cols, offsets, z, counts, I, J, h):
+    """idepm.idepm_sweep (exact m-step, one move per entry), step by step, then the draw of the
+    active atoms' parameters for predictions (not part of the sweep). Returns the new state."""
+    n_ik, n_jk, n_k = counts
+    a1, a2, g0, c0 = h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.GAMMA0], h[idepm.C0]
+    with tm("setup: active list, float counts and atom factors"):
         active, pos, n_active = idepm._active_from_counts(n_k)
-    with tm("z-step: reseat every customer (Eq. 6), O(M K+)"):
-        n_ik, n_jk, n_k, active, pos, n_active = idepm.sample_assignments(
-            rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
-            h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.GAMMA0])
-    with tm("m-step: birth-death of customers, O(nnz K+)"):
-        offsets, z, n_ik, n_jk, n_k, active, pos, n_active = idepm.birth_death_customers(
-            rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
-            h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.GAMMA0], h[idepm.C0], 1)
-    with tm("relabel atoms 0..K+-1 and recount"):
-        z = idepm._relabel(z, active, n_active, n_k.shape[0])
-        n_ik, n_jk, n_k = idepm.seat_counts(rows, cols, offsets, z, I, J, max(n_active, 1))
+        C_i, C_j, C_k, g, active, pos = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active,
+                                                               I * a1, J * a2, n_active + 16)
+    with tm("z-step (Eq. 6) and birth-death move, one pass over the ones"):
+        offsets, z, C_i, C_j, C_k, g, active, pos, n_active = idepm._seating_pass(
+            rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, I * a1, J * a2,
+            a1, a2, g0 / (I * J), c0, True, 1)
+    with tm("relabel atoms 0..K+-1, int counts"):
+        z = pos[z]
+        n_ik, n_jk, n_k = idepm._gather_counts(C_i, C_j, C_k, active, n_active)
         active, pos, n_active = idepm._active_from_counts(n_k)
-        if n_active < n_k.shape[0]:
-            z = idepm._relabel(z, active, n_active, n_k.shape[0])
-            n_ik, n_jk, n_k = idepm.seat_counts(rows, cols, offsets, z, I, J, max(n_active, 1))
-            active, pos, n_active = idepm._active_from_counts(n_k)
     with tm("hyper: alpha1, alpha2 (Beta + CRT draws)"):
         h[idepm.ALPHA1] = idepm.sample_concentration(rng, n_ik, n_k, h[idepm.ALPHA1], I, E0, F0)
         h[idepm.ALPHA2] = idepm.sample_concentration(rng, n_jk, n_k, h[idepm.ALPHA2], J, E0, F0)
     with tm("hyper: gamma0, c0 (Eqs. 43-46)"):
         h[idepm.GAMMA0] = idepm.sample_gamma0_idepm(rng, n_active, h[idepm.C0], E0, F0)
         h[idepm.C0] = idepm.sample_c0_idepm(rng, n_k, active, n_active, h[idepm.GAMMA0], h[idepm.C0], E0, F0)
-    with tm("phi, psi, lambda of the active atoms (for predictions)"):
+    with tm("[not in the sweep] phi, psi, lambda of the active atoms, for predictions"):
         phi, psi, lam = idepm.sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
                                                        h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.C0])
-    return offsets, z, phi, psi, lam, n_active
+    return offsets, z, (n_ik, n_jk, n_k), phi, psi, lam, n_active
+
+
+def idepm_pass_parts(rng, rows, cols, offsets, z, counts, I, J, h, repeats):
+    """CPU seconds of the z-step alone and of the birth-death moves alone (two passes over the
+    ones, as before they were fused), on copies of the state; the chain does not advance."""
+    n_ik, n_jk, n_k = counts
+    a1, a2, g0, c0 = h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.GAMMA0], h[idepm.C0]
+    active, pos, n_active = idepm._active_from_counts(n_k)
+    out = []
+    for reseat, moves in ((True, 0), (False, 1)):
+        def one():
+            seat = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, I * a1, J * a2, n_active + 16)
+            idepm._seating_pass(rng, rows, cols, offsets, z.copy(), *seat, n_active, I * a1, J * a2,
+                                a1, a2, g0 / (I * J), c0, reseat, moves)
+        out.append(cpu_of(one, repeats))
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -296,13 +306,15 @@ def cpu_of(fn, repeats):
 # ------------------------------------------------------------------------------------------
 
 def report(title, tm, repeats, extra):
-    total = sum(tm.cpu.values()) / repeats
+    outside = [n for n in tm.order if n.startswith("[not in the sweep]")]
+    total = sum(v for n, v in tm.cpu.items() if n not in outside) / repeats
     print(f"\n### {title}: {1e3 * total:.1f} ms CPU per sweep (mean of {repeats})\n")
     print("| step | ms per sweep | share |")
     print("|---|---:|---:|")
     for name in tm.order:
         v = tm.cpu[name] / repeats
-        print(f"| {name} | {1e3 * v:.2f} | {100 * v / total:.0f}% |")
+        share = "" if name in outside else f"{100 * v / total:.0f}%"
+        print(f"| {name} | {1e3 * v:.2f} | {share} |")
     for name, v, note in extra:
         print(f"| [diag] {name} | {'' if v is None else f'{1e3 * v:.2f}'} | {note} |")
 
@@ -360,25 +372,25 @@ def profile_idepm(X, repeats, settle, seed, K_init=None):
     rows, cols = st["rows"], st["cols"]
     I, J = X.shape
     rng = np.random.default_rng(seed + 1)
-    s = [st["offsets"], st["z"]]
+    counts = idepm.seat_counts(rows, cols, st["offsets"], st["z"], I, J, int(st["z"].max()) + 1)
+    s = [st["offsets"], st["z"], counts]
     h = st["h"]
     tm = Timer()
     Ks, Ms = [], []
     for t in range(repeats + 1):
-        off, z, phi, psi, lam, K = idepm_steps(tm if t else Timer(), rng, rows, cols, s[0], s[1], I, J, h)
-        s = [off, z]
+        off, z, counts, phi, psi, lam, K = idepm_steps(tm if t else Timer(), rng, rows, cols, *s, I, J, h)
+        s = [off, z, counts]
         Ks.append(K)
         Ms.append(z.shape[0])
     out = np.empty(rows.shape[0])
     K, M = int(np.mean(Ks)), int(np.mean(Ms))
-    zcpu = tm.cpu["z-step: reseat every customer (Eq. 6), O(M K+)"] / repeats
-    mcpu = tm.cpu["m-step: birth-death of customers, O(nnz K+)"] / repeats
+    zcpu, mcpu = idepm_pass_parts(rng, rows, cols, *s, I, J, h, repeats)
     extra = [("rates over the K+ atoms, fastmath",
               cpu_of(lambda: diag_rates_fast(rows, cols, phi, psi, lam, out), repeats), "speed of light"),
-             ("z-step per customer and atom", None,
-              f"{1e9 * zcpu / (M * K):.2f} ns (M K+ = {M * K:,.0f} weights)"),
-             ("m-step per one of X and atom", None,
-              f"{1e9 * mcpu / (rows.size * K):.2f} ns (nnz K+ = {rows.size * K:,.0f})")]
+             ("z-step alone (own pass)", zcpu,
+              f"{1e9 * zcpu / (M * K):.2f} ns per customer and atom (M K+ = {M * K:,.0f})"),
+             ("birth-death moves alone (own pass)", mcpu,
+              f"{1e9 * mcpu / (rows.size * K):.2f} ns per one of X and atom (nnz K+ = {rows.size * K:,.0f})")]
     report(f"IDEPM after {settle} settling sweeps, K+ = {K}, M = {M:,}, "
            f"alpha1 = {h[0]:.3g}, alpha2 = {h[1]:.3g}, gamma0 = {h[2]:.3g}", tm, repeats, extra)
 

@@ -190,7 +190,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     model : "EPM", "CEPM", "DEPM" or "IDEPM".
     T : truncation level (int >= 1) for the truncated models; must be None for the IDEPM.
     n_iter, n_avg : Gibbs iterations, and how many final ones are averaged (Sec. 5: 600 and 100).
-    seed : seed of the one ``numpy.random.Generator`` that drives the whole run;
+    seed : seed of the ``numpy.random.Generator`` that drives the whole run (the IDEPM draws the
+        parameters it needs only for predictions from a child stream, ``rng.spawn(1)[0]``);
         the same seed gives bit-identical results.
     test : None or (rows, cols, labels): held-out entries, which must be zeros of X.
     K_init : IDEPM only: number of atoms the customers start spread over
@@ -252,6 +253,11 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         m_ik = np.zeros((I, T), dtype=np.int64)
         m_jk = np.zeros((J, T), dtype=np.int64)
         m_k = np.zeros(T, dtype=np.int64)
+    else:
+        counts = idepm.seat_counts(rows, cols, st["offsets"], st["z"], I, J, int(st["z"].max()) + 1)
+        # phi, psi, lambda for predictions come from a stream of their own, so that the chain is
+        # the same with or without a test set
+        rng_pred = rng.spawn(1)[0]
     grid = cepm_grid()
     paper = a_update == "paper"
 
@@ -274,15 +280,19 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
             K[it] = int(np.count_nonzero(m_k))
             R, C, lam = st["phi"], st["psi"], st["lam"]
         else:
-            offsets, z, phi, psi, lam, Kp = idepm.idepm_sweep(rng, rows, cols, st["offsets"], st["z"],
-                                                              I, J, st["h"], e0, f0,
-                                                              m_step == "exact", 1)
-            st.update(offsets=offsets, z=z, phi=phi, psi=psi, lam=lam)
+            offsets, z, *counts, Kp = idepm.idepm_sweep(rng, rows, cols, st["offsets"], st["z"], *counts,
+                                                        I, J, st["h"], e0, f0, m_step == "exact", 1)
+            st.update(offsets=offsets, z=z)
             K[it] = Kp
             M[it] = z.shape[0]
-            R, C = phi, psi
         elapsed += time.perf_counter() - t0
         seconds[it] = elapsed
+        if model == "IDEPM" and (test is not None or it == n_iter - 1):
+            # the collapsed chain has no phi, psi, lambda: draw the active atoms' from their
+            # conditional given the seating, for predictions (like the test evaluation, not timed)
+            R, C, lam = idepm.sample_active_parameters(rng_pred, *counts, np.arange(Kp), Kp,
+                                                       *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]])
+            st.update(phi=R, psi=C, lam=lam)
         for n, v in zip(names, st["h"]):
             hyper[n][it] = v
         if test is not None:

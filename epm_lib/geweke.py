@@ -165,8 +165,9 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
         offsets, z = _seating_from_counts(m, rows, cols)
         for t in range(n):
             if rows.size:
-                offsets, z, phi_a, psi_a, lam_a, K = idepm.idepm_sweep(rng, rows, cols, offsets, z, I, J, h, e0, f0,
-                                                                        m_step == "exact", 1)
+                counts = idepm.seat_counts(rows, cols, offsets, z, I, J, int(z.max()) + 1)
+                offsets, z, *_ = idepm.idepm_sweep(rng, rows, cols, offsets, z, *counts, I, J, h, e0, f0,
+                                                   m_step == "exact", 1)
             else:   # no ones: nothing to seat; the hyperparameters still move
                 idepm_empty_sweep(rng, I, J, h, e0, f0)
             m = _idepm_data(rng, rows, cols, offsets, z, I, J, h)

@@ -19,14 +19,23 @@ One sweep (``idepm_sweep``):
    prints I alpha2): every customer is removed and reseated at an active atom
    k with weight n_k (alpha1 + n_ik)/(I alpha1 + n_k) (alpha2 + n_jk)/(J alpha2 + n_k),
    or at a new atom with weight gamma0/(I J);
-2. m-step (Eqs. (7)-(8)): phi_.k ~ Dir(alpha1 + n_.k), psi_.k ~ Dir(alpha2 + n_.k),
+2. m-step. Exact (default): one Metropolis-Hastings birth-or-death move of a
+   customer at each one of X (``birth_death_customers``), which accounts for the
+   atoms not in use. ``idepm_sweep`` runs steps 1 and 2 in one pass over the ones
+   (``_seating_pass``): at each one, its customers are reseated, then its move is
+   made, while its counts are in cache; each kernel leaves Theorem 4's posterior
+   invariant, so this order is as valid as two passes. As in the paper (Eqs. (7)-(8),
+   ``exact_m=False``): phi_.k ~ Dir(alpha1 + n_.k), psi_.k ~ Dir(alpha2 + n_.k),
    lambda_k ~ Gamma(n_k, c0 + 1) for the K+ active atoms, then every m_ij. is
-   redrawn from ZTP(sum_k phi_ik psi_jk lambda_k) and reseated by the multinomial.
-   As in the paper, this step ignores the mass of the atoms not in use;
+   redrawn from ZTP(sum_k phi_ik psi_jk lambda_k) and reseated by the multinomial;
+   this ignores the mass of the atoms not in use (erratum E6);
 3. alpha1, alpha2 as in the DEPM (Eqs. (32)-(34));
 4. gamma0 ~ Gamma(e0 + K+, f0 - ln(c0/(c0+1))) (Eq. 43);
 5. c0 via lambda_k ~ Gamma(n_k, c0+1), lambda_rest ~ Gamma(gamma0, c0+1),
    c0 ~ Gamma(e0 + gamma0, f0 + lambda_rest + sum_k lambda_k) (Eqs. (44)-(46)).
+
+The chain needs no phi, psi, lambda; predictions draw the active atoms' from their
+conditional given the seating (``sample_active_parameters``).
 """
 from __future__ import annotations
 
@@ -39,7 +48,8 @@ from ..distributions import sample_ztp, sample_gamma, sample_dirichlet
 from .depm import ALPHA1, ALPHA2, GAMMA0, C0, HYPER_NAMES, sample_concentration
 
 __all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES",
-           "seat_counts", "atom_factor", "to_float_seating", "to_int_seating", "seat_weights", "draw_seat",
+           "seat_counts", "atom_factor", "to_float_seating", "to_int_seating", "seat_weights", "blocked_total",
+           "draw_seat",
            "sample_assignments", "birth_death_customers", "sample_active_parameters",
            "resample_customers", "sample_gamma0_idepm", "sample_c0_idepm", "idepm_sweep"]
 
@@ -70,9 +80,8 @@ def seat_counts(rows, cols, offsets, z, I, J, Kcap):
 # atom moves the last active id into its place (a swap-remove); opening one appends the smallest
 # free id. For speed each atom also carries the factor
 #     g_k = c_k / ((I alpha1 + c_k)(J alpha2 + c_k)),   so that   f_k = g_k (alpha1 + c_ik)(alpha2 + c_jk)
-# (Eq. 6 with J alpha2, erratum E5), updated whenever c_k changes; the weights of all ids below the
-# high-water mark ``hw`` are one contiguous, vectorisable loop (a free id has g = 0), and are
-# then read in the order of the active list.
+# (Eq. 6 with J alpha2, erratum E5), updated whenever c_k changes. The weights are computed in
+# the order of the active list, four atoms at a time (``seat_weights``, inlined into the loops).
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True)
 def atom_factor(c, Ia1, Ja2):
@@ -81,10 +90,10 @@ def atom_factor(c, Ia1, Ja2):
 
 
 @njit(cache=True)
-def to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2):
+def to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2, cap=0):
     """The seating of ``seat_counts``/``active_from_counts`` as float64 counts plus atom factors:
-    ``(C_i, C_j, C_k, g, active, pos, hw)`` (copies; ``hw`` = largest active id + 1)."""
-    cap = max(n_k.shape[0], n_active + 1)
+    ``(C_i, C_j, C_k, g, active, pos)`` (copies, with room for at least ``cap`` atoms)."""
+    cap = max(n_k.shape[0], n_active + 1, cap)
     C_i = np.zeros((n_ik.shape[0], cap))
     C_i[:, :n_k.shape[0]] = n_ik
     C_j = np.zeros((n_jk.shape[0], cap))
@@ -93,15 +102,13 @@ def to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2):
     g = np.zeros(cap)
     act = np.zeros(cap, dtype=np.int64)
     ps = np.full(cap, -1, dtype=np.int64)
-    hw = 0
     for a in range(n_active):
         k = active[a]
         act[a] = k
         ps[k] = a
         C_k[k] = n_k[k]
         g[k] = atom_factor(C_k[k], Ia1, Ja2)
-        hw = max(hw, k + 1)
-    return C_i, C_j, C_k, g, act, ps, hw
+    return C_i, C_j, C_k, g, act, ps
 
 
 @njit(cache=True)
@@ -136,9 +143,9 @@ def _grow(C_i, C_j, C_k, g, active, pos):
 
 
 @njit(cache=True)
-def _new_atom(C_i, C_j, C_k, g, active, pos, n_active, hw):
+def _new_atom(C_i, C_j, C_k, g, active, pos, n_active):
     """Open an empty atom with the smallest free id, appended to the active list (the arrays grow
-    when full). Returns the arrays, n_active + 1, hw and the new id."""
+    when full). Returns the arrays, n_active + 1 and the new id."""
     if n_active == C_k.shape[0]:
         C_i, C_j, C_k, g, active, pos = _grow(C_i, C_j, C_k, g, active, pos)
     knew = 0
@@ -146,7 +153,7 @@ def _new_atom(C_i, C_j, C_k, g, active, pos, n_active, hw):
         knew += 1
     active[n_active] = knew
     pos[knew] = n_active
-    return C_i, C_j, C_k, g, active, pos, n_active + 1, max(hw, knew + 1), knew
+    return C_i, C_j, C_k, g, active, pos, n_active + 1, knew
 
 
 @njit(cache=True)
@@ -176,28 +183,62 @@ def _remove_customer(i, j, k, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
     return n_active - 1
 
 
-@njit(cache=True)
-def seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new, w_id, w,
-                 own=-1, g_own=0.0):
+@njit(cache=True, inline="always")
+def seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, own=-1, g_own=0.0):
     """The z-step weights of Eq. (6) for a customer of entry (i, j) (counts without it).
 
-    ``w_id[k] = g_k (alpha1 + c_ik)(alpha2 + c_jk)`` for every id k < hw (vectorised). If
-    ``own >= 0``, the counts still include the customer, who sits at atom ``own``: its weight
-    uses the counts minus one and ``g_own`` = g of c_own - 1. Then
-    ``w[a] = w_id[active[a]]`` in the order of the active list and ``w[n_active] = w_new``
-    (= gamma0/(I J)). Returns their sum, taken in blocks of four (fixed order), the blocks
-    that :func:`draw_seat` scans.
+    ``w[a] = g_k (alpha1 + c_ik)(alpha2 + c_jk)`` for the atom ``k = active[a]``, in the order of
+    the active list, and ``w[n_active] = w_new`` (= gamma0/(I J)). If ``own >= 0``, the counts
+    still include the customer, who sits at atom ``own``: its weight uses the counts minus one and
+    ``g_own`` = g of c_own - 1 (the arrays are changed for the loop and restored). Returns the sum
+    of the weights, taken in blocks of four (fixed order), the blocks that :func:`draw_seat` scans.
     """
     ci = C_i[i]
     cj = C_j[j]
-    for k in range(hw):
-        w_id[k] = g[k] * (alpha1 + ci[k]) * (alpha2 + cj[k])
+    ci_own = cj_own = g_keep = 0.0
     if own >= 0:
-        w_id[own] = g_own * (alpha1 + (ci[own] - 1.0)) * (alpha2 + (cj[own] - 1.0))
-    for a in range(n_active):
-        w[a] = w_id[active[a]]
+        ci_own = ci[own]
+        cj_own = cj[own]
+        g_keep = g[own]
+        ci[own] = ci_own - 1.0
+        cj[own] = cj_own - 1.0
+        g[own] = g_own
+    total = 0.0
+    b = 0
+    while b + 4 <= n_active:
+        k0 = active[b]
+        k1 = active[b + 1]
+        k2 = active[b + 2]
+        k3 = active[b + 3]
+        x0 = g[k0] * (alpha1 + ci[k0]) * (alpha2 + cj[k0])
+        x1 = g[k1] * (alpha1 + ci[k1]) * (alpha2 + cj[k1])
+        x2 = g[k2] * (alpha1 + ci[k2]) * (alpha2 + cj[k2])
+        x3 = g[k3] * (alpha1 + ci[k3]) * (alpha2 + cj[k3])
+        w[b] = x0
+        w[b + 1] = x1
+        w[b + 2] = x2
+        w[b + 3] = x3
+        total += (x0 + x1) + (x2 + x3)
+        b += 4
+    for a in range(b, n_active):
+        k = active[a]
+        w[a] = g[k] * (alpha1 + ci[k]) * (alpha2 + cj[k])
     w[n_active] = w_new
-    n = n_active + 1
+    if n_active + 1 - b == 4:
+        total += (w[b] + w[b + 1]) + (w[b + 2] + w[b + 3])
+    else:
+        for a in range(b, n_active + 1):
+            total += w[a]
+    if own >= 0:
+        ci[own] = ci_own
+        cj[own] = cj_own
+        g[own] = g_keep
+    return total
+
+
+@njit(cache=True, inline="always")
+def blocked_total(w, n):
+    """Sum of w[:n] in blocks of four (the order of :func:`seat_weights` and :func:`draw_seat`)."""
     total = 0.0
     b = 0
     while b + 4 <= n:
@@ -209,7 +250,7 @@ def seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new,
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def draw_seat(rng, w, n, total):
     """Index a < n drawn with probability w[a] / total, ``total`` from :func:`seat_weights`:
     one uniform, inverted through the cumulative sums of the same blocks of four."""
@@ -243,47 +284,70 @@ def _last_positive(w, top):
 
 
 @njit(cache=True)
-def _z_step(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, hw, Ia1, Ja2,
-            alpha1, alpha2, w_new):
-    # g_k stays the factor of the full count while a customer is out for reseating; the weight of the
-    # customer's own atom uses gm_k = factor(c_k - 1) instead. Both change only when the customer
-    # moves, so most reseatings need no division on their critical path.
+def _zero_padded(x, n):
+    out = np.zeros(n)
+    out[:x.shape[0]] = x
+    return out
+
+
+@njit(cache=True)
+def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2,
+                  alpha1, alpha2, w_new, c0, reseat, n_moves):
+    """One pass over the ones of X in CSR order. At each one (i, j): if ``reseat``, the z-step
+    (Eq. 6, J alpha2) reseats each of its customers in turn; then ``n_moves`` birth-or-death moves
+    of the exact m-step (see ``birth_death_customers``) change its number of customers. Each is a
+    kernel that leaves Theorem 4's posterior invariant, so any fixed order of them does too;
+    ``idepm_sweep`` runs both at each one while its counts are in cache (one pass, not two).
+
+    The seating is the float form of ``to_float_seating``. Returns ``(offsets, z, C_i, C_j, C_k, g,
+    active, pos, n_active)`` with new ``offsets``/``z`` (atom ids).
+    """
+    # While a customer is out for reseating, g_k stays the factor of the full count; the weight of
+    # the customer's own atom uses gm_k = factor(c_k - 1) instead. Both change only when the
+    # customer moves, so most reseatings need no division on their critical path.
+    nnz = rows.shape[0]
     cap = C_k.shape[0]
     gm = np.zeros(cap)
     for a in range(n_active):
         k = active[a]
         gm[k] = atom_factor(C_k[k] - 1.0, Ia1, Ja2)
-    w_id = np.empty(cap)
     w = np.empty(cap + 1)
-    for e in range(rows.shape[0]):
+    new_off = np.empty(nnz + 1, dtype=np.int64)
+    new_z = np.empty(z.shape[0] + nnz * n_moves + 16, dtype=np.int64)
+    M = 0
+    new_off[0] = 0
+    k = -1
+    for e in range(nnz):
         i = rows[e]
         j = cols[e]
+        start = M
         for s in range(offsets[e], offsets[e + 1]):
             kold = z[s]
+            new_z[M] = kold
+            M += 1
+            if not reseat:
+                continue
             closed = C_k[kold] == 1.0
             if closed:                          # its only customer: close the atom (swap-remove)
                 n_active = _remove_customer(i, j, kold, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
                 gm[kold] = 0.0
-                total = seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new,
-                                     w_id, w, -1, 0.0)
+                total = seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new,
+                                     w, -1, 0.0)
             else:                               # counts still include the customer; see seat_weights
-                total = seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new,
-                                     w_id, w, kold, gm[kold])
+                total = seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new,
+                                     w, kold, gm[kold])
             a = draw_seat(rng, w, n_active + 1, total)
             if a == n_active:                   # open a new atom
-                C_i, C_j, C_k, g, active, pos, n_active, hw, k = _new_atom(C_i, C_j, C_k, g, active, pos,
-                                                                           n_active, hw)
-                if gm.shape[0] < C_k.shape[0]:
-                    gm2 = np.zeros(C_k.shape[0])
-                    gm2[:gm.shape[0]] = gm
-                    gm = gm2
-                    w_id = np.empty(C_k.shape[0])
-                    w = np.empty(C_k.shape[0] + 1)
+                C_i, C_j, C_k, g, active, pos, n_active, k = _new_atom(C_i, C_j, C_k, g, active, pos,
+                                                                       n_active)
+                if gm.shape[0] < C_k.shape[0]:      # the arrays grew (w is kept: see the birth)
+                    gm = _zero_padded(gm, C_k.shape[0])
+                    w = _zero_padded(w, C_k.shape[0] + 1)
             else:
                 k = active[a]
             if k == kold and not closed:        # stays: nothing changes
                 continue
-            z[s] = k
+            new_z[M - 1] = k
             if not closed:
                 C_i[i, kold] -= 1.0
                 C_j[j, kold] -= 1.0
@@ -295,7 +359,50 @@ def _z_step(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active
             C_k[k] += 1.0
             gm[k] = g[k]
             g[k] = atom_factor(C_k[k], Ia1, Ja2)
-    return C_i, C_j, C_k, g, active, pos, n_active, hw
+        for move in range(n_moves):
+            n = M - start
+            u = rng.random()
+            if u < 0.5:                                             # birth
+                if reseat and move == 0:
+                    # w still holds the weights of the last reseating, which differ from the
+                    # birth weights only at that customer's atom k (counts without -> with it)
+                    p = pos[k]
+                    w[p] = g[k] * (alpha1 + C_i[i, k]) * (alpha2 + C_j[j, k])
+                    w[n_active] = w_new
+                    F = blocked_total(w, n_active + 1)
+                else:
+                    F = seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w)
+                if (u + u) * (c0 + 1.0) * (n + 1) < F:             # 2u ~ U(0, 1) given u < 1/2
+                    a = draw_seat(rng, w, n_active + 1, F)
+                    if a == n_active:
+                        C_i, C_j, C_k, g, active, pos, n_active, k = _new_atom(C_i, C_j, C_k, g, active,
+                                                                               pos, n_active)
+                        if gm.shape[0] < C_k.shape[0]:
+                            gm = _zero_padded(gm, C_k.shape[0])
+                            w = np.empty(C_k.shape[0] + 1)
+                    else:
+                        k = active[a]
+                    gm[k] = g[k]
+                    _add_customer(i, j, k, C_i, C_j, C_k, g, Ia1, Ja2)
+                    new_z[M] = k
+                    M += 1
+            elif n >= 2:                                            # death
+                s = start + int((u + u - 1.0) * n)                  # 2u - 1 ~ U(0, 1) given u >= 1/2
+                kd = new_z[s]
+                n_minus = _remove_customer(i, j, kd, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
+                Fm = seat_weights(i, j, C_i, C_j, g, active, n_minus, alpha1, alpha2, w_new, w)
+                if rng.random() * Fm < (c0 + 1.0) * n:
+                    new_z[s] = new_z[M - 1]
+                    M -= 1
+                    n_active = n_minus
+                    gm[kd] = atom_factor(C_k[kd] - 1.0, Ia1, Ja2) if C_k[kd] > 0.0 else 0.0
+                else:                                               # restore the customer
+                    if n_minus < n_active:                          # its atom was closed: reopen it last
+                        active[n_minus] = kd
+                        pos[kd] = n_minus
+                    _add_customer(i, j, kd, C_i, C_j, C_k, g, Ia1, Ja2)
+        new_off[e + 1] = M
+    return new_off, new_z[:M].copy(), C_i, C_j, C_k, g, active, pos, n_active
 
 
 @njit(cache=True)
@@ -311,10 +418,11 @@ def sample_assignments(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos
     J = n_jk.shape[0]
     Ia1 = I * alpha1
     Ja2 = J * alpha2
-    C_i, C_j, C_k, g, act, ps, hw = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
-    C_i, C_j, C_k, g, act, ps, n_active, hw = _z_step(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps,
-                                                      n_active, hw, Ia1, Ja2, alpha1, alpha2,
-                                                      gamma0 / (I * J))
+    C_i, C_j, C_k, g, act, ps = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
+    _, new_z, C_i, C_j, C_k, g, act, ps, n_active = _seating_pass(
+        rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps, n_active, Ia1, Ja2, alpha1, alpha2,
+        gamma0 / (I * J), 0.0, True, 0)
+    z[:] = new_z
     return to_int_seating(C_i, C_j, C_k, act, ps, n_active)
 
 
@@ -424,59 +532,6 @@ def _active_from_counts(n_k):
 
 
 @njit(cache=True)
-def _birth_death(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, hw, Ia1, Ja2,
-                 alpha1, alpha2, w_new, c0, n_moves):
-    nnz = rows.shape[0]
-    new_off = np.empty(nnz + 1, dtype=np.int64)
-    cap = z.shape[0] + nnz * n_moves + 16
-    new_z = np.empty(cap, dtype=np.int64)
-    w_id = np.empty(C_k.shape[0])
-    w = np.empty(C_k.shape[0] + 1)
-    M = 0
-    new_off[0] = 0
-    for e in range(nnz):
-        i = rows[e]
-        j = cols[e]
-        start = M
-        for s in range(offsets[e], offsets[e + 1]):
-            new_z[M] = z[s]
-            M += 1
-        for _ in range(n_moves):
-            n = M - start
-            if w_id.shape[0] < C_k.shape[0]:
-                w_id = np.empty(C_k.shape[0])
-                w = np.empty(C_k.shape[0] + 1)
-            if rng.random() < 0.5:                                  # birth
-                F = seat_weights(i, j, C_i, C_j, g, active, n_active, hw, alpha1, alpha2, w_new, w_id, w)
-                if rng.random() * (c0 + 1.0) * (n + 1) < F:
-                    a = draw_seat(rng, w, n_active + 1, F)
-                    if a == n_active:
-                        C_i, C_j, C_k, g, active, pos, n_active, hw, k = _new_atom(C_i, C_j, C_k, g, active,
-                                                                                   pos, n_active, hw)
-                    else:
-                        k = active[a]
-                    _add_customer(i, j, k, C_i, C_j, C_k, g, Ia1, Ja2)
-                    new_z[M] = k
-                    M += 1
-            elif n >= 2:                                            # death
-                s = start + int(rng.random() * n)
-                k = new_z[s]
-                n_minus = _remove_customer(i, j, k, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
-                Fm = seat_weights(i, j, C_i, C_j, g, active, n_minus, hw, alpha1, alpha2, w_new, w_id, w)
-                if rng.random() * Fm < (c0 + 1.0) * n:
-                    new_z[s] = new_z[M - 1]
-                    M -= 1
-                    n_active = n_minus
-                else:                                               # restore the customer
-                    if n_minus < n_active:                          # its atom was closed: reopen it last
-                        active[n_minus] = k
-                        pos[k] = n_minus
-                    _add_customer(i, j, k, C_i, C_j, C_k, g, Ia1, Ja2)
-        new_off[e + 1] = M
-    return new_off, new_z[:M].copy(), C_i, C_j, C_k, g, active, pos, n_active, hw
-
-
-@njit(cache=True)
 def birth_death_customers(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
                           alpha1, alpha2, gamma0, c0, n_moves):
     """The exact m-step of the collapsed sampler: Metropolis-Hastings moves on each m_ij. (x_ij = 1).
@@ -498,12 +553,31 @@ def birth_death_customers(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, 
     J = n_jk.shape[0]
     Ia1 = I * alpha1
     Ja2 = J * alpha2
-    C_i, C_j, C_k, g, act, ps, hw = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
-    off, z, C_i, C_j, C_k, g, act, ps, n_active, hw = _birth_death(
-        rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps, n_active, hw, Ia1, Ja2,
-        alpha1, alpha2, gamma0 / (I * J), c0, n_moves)
+    C_i, C_j, C_k, g, act, ps = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
+    off, z, C_i, C_j, C_k, g, act, ps, n_active = _seating_pass(
+        rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps, n_active, Ia1, Ja2,
+        alpha1, alpha2, gamma0 / (I * J), c0, False, n_moves)
     n_ik, n_jk, n_k, act, ps, n_active = to_int_seating(C_i, C_j, C_k, act, ps, n_active)
     return off, z, n_ik, n_jk, n_k, act, ps, n_active
+
+
+@njit(cache=True)
+def _gather_counts(C_i, C_j, C_k, active, n_active):
+    """int64 counts of the active atoms, in active-list order (column a = atom ``active[a]``)."""
+    K = max(n_active, 1)
+    n_ik = np.zeros((C_i.shape[0], K), dtype=np.int64)
+    n_jk = np.zeros((C_j.shape[0], K), dtype=np.int64)
+    n_k = np.zeros(K, dtype=np.int64)
+    for a in range(n_active):
+        k = active[a]
+        n_k[a] = C_k[k]
+    for i in range(C_i.shape[0]):
+        for a in range(n_active):
+            n_ik[i, a] = C_i[i, active[a]]
+    for j in range(C_j.shape[0]):
+        for a in range(n_active):
+            n_jk[j, a] = C_j[j, active[a]]
+    return n_ik, n_jk, n_k
 
 
 @njit(cache=True)
@@ -519,39 +593,41 @@ def _relabel(z, active, n_active, Kcap):
 
 
 @njit(cache=True)
-def idepm_sweep(rng, rows, cols, offsets, z, I, J, h, e0, f0, exact_m=True, n_moves=1):
+def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, exact_m=True, n_moves=1):
     """One sweep of the IDEPM's collapsed Gibbs sampler.
 
-    Takes the seating (offsets, z) and returns the new one together with the
-    active atoms' (phi, psi, lambda) drawn from their posterior given the new
-    seating (used for test predictions) and K+: ``(offsets, z, phi, psi, lam, K)``;
-    atom labels in ``z`` are 0..K+-1, the columns of phi and psi.
-    ``exact_m=True`` updates m by ``birth_death_customers`` (exact);
-    ``exact_m=False`` uses the paper's m-step (Eqs. (7)-(8)).
+    Takes the seating ``(offsets, z)`` with its counts ``(n_ik, n_jk, n_k)`` (``seat_counts``; atom
+    labels in ``z`` below ``n_k.shape[0]``) and returns the new seating with its counts, the atoms
+    relabelled 0..K+-1 in the order of the active list: ``(offsets, z, n_ik, n_jk, n_k, K+)``.
+    ``h`` (alpha1, alpha2, gamma0, c0) is updated in place.
+
+    ``exact_m=True``: z-step and exact m-step in one pass over the ones (``_seating_pass``: at each
+    one, its customers are reseated by Eq. (6), then one birth-or-death move, see
+    ``birth_death_customers``); ``exact_m=False``: the z-step, then the paper's m-step (Eqs. (7)-(8)).
+    Then alpha1, alpha2 (Eqs. (32)-(34)), gamma0 (Eq. 43), c0 (Eqs. (44)-(46)).
+
+    The collapsed chain needs no phi, psi, lambda; for predictions, draw the active atoms'
+    parameters from their conditional given the returned seating with
+    ``sample_active_parameters(rng, n_ik, n_jk, n_k, np.arange(K), K, alpha1, alpha2, c0)``.
     """
-    K0 = 0
-    for s in range(z.shape[0]):
-        if z[s] + 1 > K0:
-            K0 = z[s] + 1
-    Kcap = max(2 * K0, K0 + 16)
-    n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, Kcap)
     active, pos, n_active = _active_from_counts(n_k)
     alpha1, alpha2, gamma0 = h[ALPHA1], h[ALPHA2], h[GAMMA0]
     Ia1 = I * alpha1
     Ja2 = J * alpha2
     w_new = gamma0 / (I * J)
-    C_i, C_j, C_k, g, active, pos, hw = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
-    C_i, C_j, C_k, g, active, pos, n_active, hw = _z_step(rng, rows, cols, offsets, z, C_i, C_j, C_k, g,
-                                                          active, pos, n_active, hw, Ia1, Ja2,
-                                                          alpha1, alpha2, w_new)
-    if exact_m:
-        offsets, z, C_i, C_j, C_k, g, active, pos, n_active, hw = _birth_death(
-            rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, hw, Ia1, Ja2,
-            alpha1, alpha2, w_new, h[C0], n_moves)
+    C_i, C_j, C_k, g, active, pos = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2,
+                                                     n_active + 16)
+    if exact_m:                          # z-step and birth-death moves in one pass over the ones
+        offsets, z, C_i, C_j, C_k, g, active, pos, n_active = _seating_pass(
+            rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2,
+            alpha1, alpha2, w_new, h[C0], True, n_moves)
         for s in range(z.shape[0]):          # atom ids -> places 0..K+-1 in the active list
             z[s] = pos[z[s]]
-        n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, max(n_active, 1))
+        n_ik, n_jk, n_k = _gather_counts(C_i, C_j, C_k, active, n_active)
     else:
+        offsets, z, C_i, C_j, C_k, g, active, pos, n_active = _seating_pass(
+            rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2,
+            alpha1, alpha2, w_new, h[C0], True, 0)
         n_ik, n_jk, n_k, active, pos, n_active = to_int_seating(C_i, C_j, C_k, active, pos, n_active)
         phi, psi, lam = sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
                                                  h[ALPHA1], h[ALPHA2], h[C0])
@@ -566,9 +642,7 @@ def idepm_sweep(rng, rows, cols, offsets, z, I, J, h, e0, f0, exact_m=True, n_mo
     h[ALPHA2] = sample_concentration(rng, n_jk, n_k, h[ALPHA2], J, e0, f0)
     h[GAMMA0] = sample_gamma0_idepm(rng, n_active, h[C0], e0, f0)
     h[C0] = sample_c0_idepm(rng, n_k, active, n_active, h[GAMMA0], h[C0], e0, f0)
-    phi, psi, lam = sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
-                                             h[ALPHA1], h[ALPHA2], h[C0])
-    return offsets, z, phi, psi, lam, n_active
+    return offsets, z, n_ik, n_jk, n_k, n_active
 
 
 #: public name of the helper the IDEPM chapter uses
