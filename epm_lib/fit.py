@@ -32,7 +32,8 @@ class FitResult:
     model: str
     T: int | None
     K: np.ndarray                 # active atoms (atoms holding at least one count) after each iteration
-    seconds: np.ndarray           # cumulative wall time of the sweeps (test evaluation excluded)
+    seconds: np.ndarray           # cumulative wall time of the sweeps (test evaluation excluded; the
+                                  # IDEPM's includes its draw of phi, psi, lambda for predictions)
     tdll_trace: np.ndarray        # test-data log likelihood of each iteration's sample (NaN without test)
     test_prob: np.ndarray | None  # posterior mean of 1 - exp(-rate) at the test entries, last n_avg iterations
     tdll: float                   # mean Bernoulli log likelihood of the test labels under test_prob
@@ -285,14 +286,15 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
             st.update(offsets=offsets, z=z)
             K[it] = Kp
             M[it] = z.shape[0]
+            if test is not None or it == n_iter - 1:
+                # the collapsed chain has no phi, psi, lambda: draw the active atoms' from their
+                # conditional given the seating, for predictions. Timed with the sweep, since every
+                # prediction needs it (the truncated models draw theirs inside the sweep).
+                R, C, lam = idepm.sample_active_parameters(rng_pred, *counts, np.arange(Kp), Kp,
+                                                           *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]])
+                st.update(phi=R, psi=C, lam=lam)
         elapsed += time.perf_counter() - t0
         seconds[it] = elapsed
-        if model == "IDEPM" and (test is not None or it == n_iter - 1):
-            # the collapsed chain has no phi, psi, lambda: draw the active atoms' from their
-            # conditional given the seating, for predictions (like the test evaluation, not timed)
-            R, C, lam = idepm.sample_active_parameters(rng_pred, *counts, np.arange(Kp), Kp,
-                                                       *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]])
-            st.update(phi=R, psi=C, lam=lam)
         for n, v in zip(names, st["h"]):
             hyper[n][it] = v
         if test is not None:
