@@ -129,17 +129,23 @@ def test_blocked_total_is_the_total_of_seat_weights(K):
             assert tot == idepm.blocked_total(w, n_active + 1)
 
 
+def _random_ones_seating(rng, I, J, density, K):
+    """Ones of a random I x J matrix (CSR order) with 1-3 customers each, seated at random at K
+    atoms: (rows, cols, offsets, z) and the id-indexed counts (n_ik, n_jk, n_k, active, pos, n_active)."""
+    rows, cols = np.nonzero(rng.random((I, J)) < density)
+    rows, cols = rows.astype(np.int64), cols.astype(np.int64)
+    m = rng.integers(1, 4, rows.size)
+    off = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
+    z = rng.integers(0, K, off[-1]).astype(np.int64)
+    n_ik, n_jk, n_k = idepm.seat_counts(rows, cols, off, z, I, J, K)
+    return (rows, cols, off, z), (n_ik, n_jk, n_k, *idepm.active_from_counts(n_k))
+
+
 def test_seating_pass_keeps_the_counts_of_its_seating():
     # after the fused pass (z-step + birth-death moves) the float counts are those of the new z
     rng = np.random.default_rng(9)
     I, J = 6, 5
-    rows, cols = np.nonzero(rng.random((I, J)) < 0.6)
-    rows, cols = rows.astype(np.int64), cols.astype(np.int64)
-    m = rng.integers(1, 4, rows.size)
-    off = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
-    z = rng.integers(0, 3, off[-1]).astype(np.int64)
-    n_ik, n_jk, n_k = idepm.seat_counts(rows, cols, off, z, I, J, 3)
-    active, pos, n_active = idepm.active_from_counts(n_k)
+    (rows, cols, off, z), (n_ik, n_jk, n_k, active, pos, n_active) = _random_ones_seating(rng, I, J, 0.6, 3)
     a1, a2, g0, c0 = 0.4, 0.9, 3.0, 0.2
     seat = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, I * a1, J * a2, 4)
     for sweep in range(30):
@@ -230,13 +236,7 @@ def test_fused_pass_equals_the_plain_reference(seed):
     # the caches (g, g of c - 1, the reused weights of the birth move) change no number
     rng = np.random.default_rng(seed)
     I, J = 5, 6
-    rows, cols = np.nonzero(rng.random((I, J)) < 0.5)
-    rows, cols = rows.astype(np.int64), cols.astype(np.int64)
-    m = rng.integers(1, 4, rows.size)
-    off = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
-    z = rng.integers(0, 4, off[-1]).astype(np.int64)
-    n_ik, n_jk, n_k = idepm.seat_counts(rows, cols, off, z, I, J, 4)
-    active, pos, n_active = idepm.active_from_counts(n_k)
+    (rows, cols, off, z), (n_ik, n_jk, n_k, active, pos, n_active) = _random_ones_seating(rng, I, J, 0.5, 4)
     a1, a2, g0, c0 = 0.5, 0.8, 4.0, 0.3          # a large gamma0: atoms open and close often
     Ia1, Ja2 = I * a1, J * a2
     fast = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
