@@ -1,0 +1,194 @@
+"""Checking a chapter's parameters.
+
+Each chapter keeps its settings in one cell tagged ``parameters``; papermill
+reruns it with other values by injecting a cell, whose source starts with
+``# Parameters``, right after that one. The cell after it calls
+
+    check_parameters(globals(), n_draws=Int(min=100), T_grid=ListOf(Int(min=1)))
+
+which raises ``ValueError``
+
+- when papermill injected a name the chapter does not know (a misspelt
+  parameter would otherwise be ignored and the defaults run), naming it and
+  the known ones;
+- when a value is not allowed, naming the parameter, its value and what is
+  allowed (instead of an error deep in the chapter).
+
+Without papermill (the book build, nbval) there is no injected cell and only
+the values are checked.
+"""
+import ast
+import math
+import numbers
+import os
+
+__all__ = ["check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies"]
+
+INJECTED_HEADER = "# Parameters"
+
+
+class Spec:
+    """What one parameter may be: ``allows(value, namespace)`` and ``describe(namespace)``."""
+
+    def allows(self, value, namespace):
+        raise NotImplementedError
+
+    def describe(self, namespace):
+        raise NotImplementedError
+
+    def check(self, name, value, namespace):
+        if not self.allows(value, namespace):
+            raise ValueError(f"parameter {name} = {value!r} is not allowed: "
+                             f"it must be {self.describe(namespace)}")
+
+
+def _bound(bound, namespace):
+    """A bound is a number or the name of another parameter (its value is used)."""
+    return namespace[bound] if isinstance(bound, str) else bound
+
+
+def _show_bound(bound, namespace):
+    return f"{bound} (= {namespace[bound]!r})" if isinstance(bound, str) else repr(bound)
+
+
+class _Number(Spec):
+    kind = "a number"
+
+    def __init__(self, min=None, max=None, gt=None, lt=None):
+        self.min, self.max, self.gt, self.lt = min, max, gt, lt
+
+    def is_type(self, value):
+        raise NotImplementedError
+
+    def allows(self, value, namespace):
+        if not self.is_type(value):
+            return False
+        lo, hi, gt, lt = (_bound(b, namespace) for b in (self.min, self.max, self.gt, self.lt))
+        return ((lo is None or value >= lo) and (hi is None or value <= hi)
+                and (gt is None or value > gt) and (lt is None or value < lt))
+
+    def describe(self, namespace):
+        rules = [f"{op} {_show_bound(b, namespace)}" for op, b in
+                 ((">", self.gt), (">=", self.min), ("<=", self.max), ("<", self.lt)) if b is not None]
+        return " ".join([self.kind, " and ".join(rules)]).strip()
+
+
+class Int(_Number):
+    """An integer (not a bool, not a float such as 5000.0), optionally >= min, <= max, > gt, < lt."""
+    kind = "an integer"
+
+    def is_type(self, value):
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+class Float(_Number):
+    """A finite real number (integers too), optionally >= min, <= max, > gt, < lt."""
+    kind = "a finite number"
+
+    def is_type(self, value):
+        return (isinstance(value, numbers.Real) and not isinstance(value, bool)
+                and math.isfinite(value))
+
+
+class Str(Spec):
+    """A string."""
+
+    def allows(self, value, namespace):
+        return isinstance(value, str)
+
+    def describe(self, namespace):
+        return "a string"
+
+
+class Dir(Spec):
+    """The path of an existing folder (relative paths: from the chapter's folder)."""
+
+    def allows(self, value, namespace):
+        return isinstance(value, (str, os.PathLike)) and os.path.isdir(value)
+
+    def describe(self, namespace):
+        return f"an existing folder (relative to {os.getcwd()})"
+
+
+class Choice(Spec):
+    """One of the given values."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def allows(self, value, namespace):
+        return any(value == v and type(value) is type(v) for v in self.values)
+
+    def describe(self, namespace):
+        return "one of " + ", ".join(map(repr, self.values))
+
+
+class Optional(Spec):
+    """None, or what ``spec`` allows."""
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    def allows(self, value, namespace):
+        return value is None or self.spec.allows(value, namespace)
+
+    def describe(self, namespace):
+        return f"None or {self.spec.describe(namespace)}"
+
+
+class ListOf(Spec):
+    """A list (or tuple) of at least ``min_len`` items, each allowed by ``item``."""
+
+    def __init__(self, item, min_len=1, distinct=False):
+        self.item, self.min_len, self.distinct = item, min_len, distinct
+
+    def allows(self, value, namespace):
+        return (isinstance(value, (list, tuple)) and len(value) >= self.min_len
+                and all(self.item.allows(v, namespace) for v in value)
+                and (not self.distinct or len(set(map(repr, value))) == len(value)))
+
+    def describe(self, namespace):
+        n = f"at least {self.min_len} " if self.min_len > 1 else ""
+        d = "distinct " if self.distinct else ""
+        return (f"a list of {n}{d}items, each {self.item.describe(namespace)} "
+                "(papermill: pass a list with -y or -r, e.g. -y 'name: [1, 2]')")
+
+
+class Satisfies(Spec):
+    """What ``spec`` allows and ``test(value)`` accepts; ``text`` says what the test asks."""
+
+    def __init__(self, spec, test, text):
+        self.spec, self.test, self.text = spec, test, text
+
+    def allows(self, value, namespace):
+        return self.spec.allows(value, namespace) and bool(self.test(value))
+
+    def describe(self, namespace):
+        return f"{self.spec.describe(namespace)}, {self.text}"
+
+
+def injected_names(namespace):
+    """Names assigned by papermill's injected cell (latest executed ``# Parameters`` source), or None."""
+    for source in reversed(namespace.get("In") or []):
+        if isinstance(source, str) and source.startswith(INJECTED_HEADER):
+            return [node.id for node in ast.walk(ast.parse(source))
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)]
+    return None
+
+
+def check_parameters(namespace, /, **specs):
+    """Check a chapter's parameters in ``namespace`` (the notebook's ``globals()``) against ``specs``.
+
+    Raises ``ValueError`` for a name injected by papermill that is not in ``specs``,
+    then for the first value (in the order of ``specs``) that its spec does not allow.
+    Bounds of ``Int`` and ``Float`` may name another parameter: ``Int(min=1, max="n_iter")``.
+    """
+    unknown = [n for n in (injected_names(namespace) or []) if n not in specs]
+    if unknown:
+        raise ValueError(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: "
+                         f"this chapter's parameters are {', '.join(specs)}")
+    for name, spec in specs.items():
+        if name not in namespace:
+            raise ValueError(f"parameter {name} is not defined (check_parameters lists a name "
+                             "that the parameters cell does not set)")
+        spec.check(name, namespace[name], namespace)
