@@ -40,7 +40,9 @@ class FitResult:
     tdauc_pr: float               # average precision of test_prob
     hyper: dict                   # hyperparameter traces, name -> array (n_iter,)
     M: np.ndarray                 # total latent count sum_ij m_ij. after each iteration
-    state: dict                   # the final sample (factors, lambda, counts or seating)
+    state: dict                   # the final sample (factors, lambda, counts or seating); the IDEPM's
+                                  # phi (psi) rows are the rows (columns) state["row_ids"] of X
+                                  # (every row with a one or a test entry: usually all)
     settings: dict = field(default_factory=dict)
 
     @property
@@ -58,8 +60,10 @@ def prepare_matrix(X):
     if sp.issparse(X):
         if X.ndim != 2:
             raise ValueError(f"X must be a 2-d matrix, got {X.ndim} dimensions")
-        Xc = sp.csr_matrix(X, copy=True)
-        data = Xc.data
+        # COO (and unsorted CSR/CSC) may list an entry more than once, and converting adds the
+        # duplicates up: check the entries as the user wrote them, then refuse repeated ones
+        Xo = sp.coo_matrix(X, copy=True)
+        data = Xo.data
         if data.dtype.kind not in "biuf":
             raise ValueError(f"X must be numeric, got dtype {data.dtype}")
         if data.dtype.kind == "f" and np.isnan(data).any():
@@ -68,6 +72,16 @@ def prepare_matrix(X):
         if bad.any():
             raise ValueError(f"X must be binary (0/1); found {int(bad.sum())} entries with other values, "
                              f"e.g. {data[bad][0]!r}")
+        stored = data != 0
+        key = Xo.row[stored].astype(np.int64) * Xo.shape[1] + Xo.col[stored]
+        uniq, first, times = np.unique(key, return_index=True, return_counts=True)
+        if uniq.shape[0] < key.shape[0]:
+            e = int(np.flatnonzero(times > 1)[0])
+            i, j = divmod(int(uniq[e]), Xo.shape[1])
+            raise ValueError(f"X lists {int((times > 1).sum())} entries more than once, e.g. ({i}, {j}) "
+                             f"{int(times[e])} times (a sparse matrix adds repeated entries up); "
+                             f"drop the duplicates, e.g. X = (X != 0).astype(np.int8) after X.sum_duplicates()")
+        Xc = sp.csr_matrix(Xo)
         Xc.sum_duplicates()
         Xc.eliminate_zeros()
         Xc.sort_indices()
@@ -121,6 +135,12 @@ def _check_test(test, I, J, rows, cols):
         raise ValueError("test labels must be 0 or 1")
     key_x = rows * J + cols
     key_t = tr * J + tc
+    uniq, times = np.unique(key_t, return_counts=True)
+    if uniq.shape[0] < key_t.shape[0]:
+        e = int(np.flatnonzero(times > 1)[0])
+        raise ValueError(f"test lists {int((times > 1).sum())} entries more than once, e.g. "
+                         f"({int(uniq[e]) // J}, {int(uniq[e]) % J}) {int(times[e])} times; each held-out "
+                         f"entry must appear once")
     clash = np.isin(key_t, key_x)
     if clash.any():
         e = int(np.flatnonzero(clash)[0])
@@ -135,10 +155,35 @@ def _check_int(name, v, lo):
     return int(v)
 
 
+def _check_seed(seed):
+    """A seed for ``numpy.random.default_rng``: a non-negative integer (or a sequence of them)."""
+    ok = (isinstance(seed, Integral) and not isinstance(seed, bool) and seed >= 0)
+    if not ok and isinstance(seed, (list, tuple)) and len(seed) > 0:
+        ok = all(isinstance(v, Integral) and not isinstance(v, bool) and v >= 0 for v in seed)
+    if not ok:
+        raise ValueError(f"seed must be a non-negative integer (or a list of them), got {seed!r}")
+    return seed
+
+
 def _check_pos(name, v):
     if isinstance(v, bool) or not isinstance(v, Real) or not (v > 0) or not math.isfinite(v):
         raise ValueError(f"{name} must be a positive finite number, got {v!r}")
     return float(v)
+
+
+def _compact(idx, test_idx, n):
+    """The sorted ids of the rows (or columns) used by the ones ``idx`` or by the test entries,
+    and both index arrays renumbered 0..n'-1 in that order (unchanged when every id is used)."""
+    used = np.zeros(n, dtype=bool)
+    used[idx] = True
+    if test_idx is not None:
+        used[test_idx] = True
+    ids = np.flatnonzero(used)
+    if ids.shape[0] == n:
+        return ids, idx, test_idx
+    new = np.full(n, -1, dtype=np.int64)
+    new[ids] = np.arange(ids.shape[0])
+    return ids, new[idx], None if test_idx is None else new[test_idx]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -231,11 +276,24 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     if n_avg > n_iter:
         raise ValueError(f"n_avg = {n_avg} exceeds n_iter = {n_iter}")
     e0, f0 = _check_pos("e0", e0), _check_pos("f0", f0)
+    _check_seed(seed)
     I, J, rows, cols = prepare_matrix(X)
     test = _check_test(test, I, J, rows, cols)
 
     rng = np.random.default_rng(seed)
     st = init_state(model, rng, I, J, rows, cols, T=T, K_init=K_init)
+    # The IDEPM's count tables (and its phi, psi) need only the rows and columns that carry ones
+    # or test entries: the others hold no customers (a factor 1 in Eq. (5)) and enter the sampler
+    # only through I and J. Kernels see compact indices; memory O(nnz + (I' + J') K+).
+    k_rows, k_cols, k_test = rows, cols, test
+    Ic, Jc = I, J
+    row_ids = col_ids = None
+    if model == "IDEPM":
+        row_ids, k_rows, k_test_r = _compact(rows, None if test is None else test[0], I)
+        col_ids, k_cols, k_test_c = _compact(cols, None if test is None else test[1], J)
+        Ic, Jc = row_ids.shape[0], col_ids.shape[0]
+        if test is not None:
+            k_test = (k_test_r, k_test_c, test[2])
     names = gamma_epm.HYPER_NAMES if model in ("EPM", "CEPM") else depm.HYPER_NAMES
     hyper = {n: np.empty(n_iter) for n in names}
     K = np.empty(n_iter, dtype=np.int64)
@@ -246,16 +304,16 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     if test is not None:
         # evaluate the test entries in row-major order (each row of U lambda stays in cache,
         # the rows of V are visited in increasing order); results are returned in the caller's order
-        order = np.lexsort((test[1], test[0]))
-        t_rows, t_cols, t_labels = test[0][order], test[1][order], test[2][order]
+        order = np.lexsort((k_test[1], k_test[0]))
+        t_rows, t_cols, t_labels = k_test[0][order], k_test[1][order], k_test[2][order]
         prob_sum = np.zeros(order.shape[0])
-        z_ptr, z_cols, o_rows, o_cols = common.split_test(t_rows, t_cols, t_labels, I)
+        z_ptr, z_cols, o_rows, o_cols = common.split_test(t_rows, t_cols, t_labels, Ic)
     if model != "IDEPM":
         m_ik = np.zeros((I, T), dtype=np.int64)
         m_jk = np.zeros((J, T), dtype=np.int64)
         m_k = np.zeros(T, dtype=np.int64)
     else:
-        counts = idepm.seat_counts(rows, cols, st["offsets"], st["z"], I, J, int(st["z"].max()) + 1)
+        counts = idepm.seat_counts(k_rows, k_cols, st["offsets"], st["z"], Ic, Jc, int(st["z"].max()) + 1)
         # phi, psi, lambda for predictions come from a stream of their own, so that the chain is
         # the same with or without a test set
         rng_pred = rng.spawn(1)[0]
@@ -273,15 +331,19 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
             M[it] = gamma_epm.epm_sweep(rng, rows, cols, st["U"], st["V"], st["lam"], st["h"],
                                         m_ik, m_jk, m_k, e0, f0, model == "CEPM", float(I), float(J),
                                         paper, grid)
+            if M[it] < 0:
+                raise common.m_step_error(M[it], rows, cols, model)
             K[it] = int(np.count_nonzero(m_k))
             R, C, lam = st["U"], st["V"], st["lam"]
         elif model == "DEPM":
             M[it] = depm.depm_sweep(rng, rows, cols, st["phi"], st["psi"], st["lam"], st["h"],
                                     m_ik, m_jk, m_k, e0, f0)
+            if M[it] < 0:
+                raise common.m_step_error(M[it], rows, cols, model)
             K[it] = int(np.count_nonzero(m_k))
             R, C, lam = st["phi"], st["psi"], st["lam"]
         else:
-            offsets, z, *counts, Kp = idepm.idepm_sweep(rng, rows, cols, st["offsets"], st["z"], *counts,
+            offsets, z, *counts, Kp = idepm.idepm_sweep(rng, k_rows, k_cols, st["offsets"], st["z"], *counts,
                                                         I, J, st["h"], e0, f0, m_step == "exact", 1)
             st.update(offsets=offsets, z=z)
             K[it] = Kp
@@ -291,7 +353,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
                 # conditional given the seating, for predictions. Timed with the sweep, since every
                 # prediction needs it (the truncated models draw theirs inside the sweep).
                 R, C, lam = idepm.sample_active_parameters(rng_pred, *counts, np.arange(Kp), Kp,
-                                                           *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]])
+                                                           *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]],
+                                                           I, J)
                 st.update(phi=R, psi=C, lam=lam)
         elapsed += time.perf_counter() - t0
         seconds[it] = elapsed
@@ -314,6 +377,10 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         test_prob, tdll, auc = None, float("nan"), float("nan")
     if model != "IDEPM":
         st.update(m_ik=m_ik, m_jk=m_jk, m_k=m_k)
+    else:
+        # phi (psi) holds the rows (columns) row_ids (col_ids) of X: all of them unless some
+        # carry neither a one nor a test entry
+        st.update(row_ids=row_ids, col_ids=col_ids)
     st["rows"], st["cols"] = rows, cols
     settings = dict(model=model, T=T, n_iter=n_iter, n_avg=n_avg, seed=seed, K_init=K_init,
                     a_update=a_update, m_step=m_step if model == "IDEPM" else None, e0=e0, f0=f0, shape=(I, J), nnz=int(rows.size),

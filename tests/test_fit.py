@@ -68,7 +68,10 @@ def test_idepm_chain_does_not_depend_on_the_test_set():
     assert np.array_equal(a.state["z"], b.state["z"]) and np.array_equal(a.state["offsets"], b.state["offsets"])
     for name in a.hyper:
         assert np.array_equal(a.hyper[name], b.hyper[name])
-    assert a.state["phi"].shape == b.state["phi"].shape == (X.shape[0], a.K[-1])
+    # phi is kept for the rows with a one (a) or with a one or a test entry (b)
+    assert a.state["phi"].shape == (a.state["row_ids"].shape[0], a.K[-1])
+    assert b.state["phi"].shape == (X.shape[0], a.K[-1]) and np.array_equal(b.state["row_ids"], np.arange(X.shape[0]))
+    assert np.array_equal(a.state["row_ids"], np.flatnonzero(X.any(axis=1)))
 
 
 def test_dense_and_sparse_inputs_agree():
@@ -194,3 +197,133 @@ def test_tdll_trace_same_with_either_evaluation(model, T):
     b = fit(X, model, T=T, n_iter=20, n_avg=1, seed=5, test=test)     # row sums for 19 iterations
     assert np.array_equal(a.K, b.K) and np.array_equal(a.M, b.M)
     np.testing.assert_allclose(b.tdll_trace, a.tdll_trace, rtol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# hostile inputs (issue "Any machine, any input")
+# ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model", ["EPM"])
+def test_exploded_rates_stop_with_a_clear_error(toy, model):
+    """e0 = 1e10 puts the hyperprior's mass on huge hyperparameters: the m-step used to seat
+    ~10^12 customers one by one (minutes, deaf to Ctrl-C); now it stops and says why."""
+    with pytest.raises(ValueError, match=r"latent counts exploded.*Gamma\(e0, f0\)"):
+        fit(toy, model, T=4, e0=1e10, n_iter=50, n_avg=1, seed=0)
+
+
+def test_m_step_guard_returns_the_entry(toy):
+    from epm_lib.models import common
+    X = sp.csr_matrix(toy)
+    _, _, rows, cols = fit_module.prepare_matrix(X)
+    I, J = X.shape
+    R, C, lam = np.full((I, 2), 1e4), np.full((J, 2), 1e4), np.full(2, 1e2)
+    m_ik, m_jk, m_k = np.zeros((I, 2), np.int64), np.zeros((J, 2), np.int64), np.zeros(2, np.int64)
+    code = common.sample_latent_counts(np.random.default_rng(0), rows, cols, R, C, lam, m_ik, m_jk, m_k)
+    assert code == -1                              # the first one: rate 2e10 > 10^6 customers
+    err = common.m_step_error(code, rows, cols, "EPM")
+    assert f"({rows[0]}, {cols[0]})" in str(err)
+
+
+import importlib
+fit_module = importlib.import_module("epm_lib.fit")
+
+
+def _padded(X, extra_rows, extra_cols):
+    """X with empty rows and columns interleaved (every (k+1)-th row/column of the result is X's)."""
+    I, J = X.shape
+    rmap = np.arange(I) * (extra_rows + 1)
+    cmap = np.arange(J) * (extra_cols + 1)
+    r, c = np.nonzero(X)
+    Y = sp.csr_matrix((np.ones(r.size, np.int8), (rmap[r], cmap[c])),
+                      shape=(I * (extra_rows + 1), J * (extra_cols + 1)))
+    return Y, rmap, cmap
+
+
+def test_idepm_on_used_rows_only_is_the_same_chain():
+    """The IDEPM keeps count tables only for rows/columns with ones or test entries; the chain
+    must be the one of the full tables (the kernels see I and J), draw for draw."""
+    from epm_lib.models import idepm
+    X, test = small_problem(2)
+    Y, rmap, cmap = _padded(X, 3, 2)
+    I, J = Y.shape
+    r = fit(Y, "IDEPM", n_iter=15, n_avg=5, seed=4, K_init=5)
+    assert r.state["row_ids"].shape[0] == np.unique(np.nonzero(X)[0]).shape[0]
+    # reference: the same sweeps on full-size tables
+    rows, cols = r.state["rows"], r.state["cols"]
+    rng = np.random.default_rng(4)
+    st = fit_module.init_state("IDEPM", rng, I, J, rows, cols, K_init=5)
+    rng.spawn(1)
+    counts = idepm.seat_counts(rows, cols, st["offsets"], st["z"], I, J, int(st["z"].max()) + 1)
+    off, z, h = st["offsets"], st["z"], st["h"]
+    Ks = []
+    for _ in range(15):
+        off, z, *counts, Kp = idepm.idepm_sweep(rng, rows, cols, off, z, *counts, I, J, h, 0.01, 0.01, True, 1)
+        Ks.append(Kp)
+    assert counts[0].shape[0] == I
+    assert np.array_equal(r.K, Ks) and np.array_equal(r.state["z"], z)
+    assert np.array_equal(r.hyper["gamma0"][-1], h[idepm.GAMMA0])
+    # predictions at entries of rows/columns without ones work (they are kept in the tables)
+    rt = fit(Y, "IDEPM", n_iter=10, n_avg=5, seed=4, test=(np.array([1, 0]), np.array([1, 3]), np.array([0, 1])))
+    assert np.all(np.isfinite(rt.test_prob)) and rt.state["phi"].shape[0] == rt.state["row_ids"].shape[0]
+    assert 1 in rt.state["row_ids"] and 1 in rt.state["col_ids"]
+
+
+def test_idepm_aggregated_dirichlet_has_the_right_mean():
+    """phi_.k ~ Dir(alpha1 + n_.k) over all I rows, drawn on I' rows plus one aggregate: the
+    mass of the I' rows has mean (I' alpha1 + n_k)/(I alpha1 + n_k)."""
+    from epm_lib.models import idepm
+    n_ik = np.array([[3], [0], [1]], dtype=np.int64)
+    n_jk = np.array([[4]], dtype=np.int64)
+    n_k = np.array([4], dtype=np.int64)
+    rng = np.random.default_rng(0)
+    I, J, a1, a2 = 50, 7, 0.3, 0.8
+    s_i, s_j = [], []
+    for _ in range(4000):
+        phi, psi, lam = idepm.sample_active_parameters(rng, n_ik, n_jk, n_k, np.array([0]), 1, a1, a2, 1.0, I, J)
+        s_i.append(phi[:, 0]); s_j.append(psi[0, 0])
+    s_i = np.array(s_i)
+    want = (a1 + n_ik[:, 0]) / (I * a1 + 4)
+    se = np.sqrt(want * (1 - want) / (I * a1 + 4 + 1) / 4000)
+    assert np.all(np.abs(s_i.mean(axis=0) - want) < 5 * se)
+    wj = (a2 + 4) / (J * a2 + 4)
+    assert abs(np.mean(s_j) - wj) < 5 * np.sqrt(wj * (1 - wj) / (J * a2 + 5) / 4000)
+
+
+def test_idepm_memory_follows_the_used_rows():
+    """A 10^7 x 10^7 matrix with 60 ones: full count tables would need tens of GB ('Allocation
+    failed'); the IDEPM now sizes them by the used rows and columns."""
+    rng = np.random.default_rng(0)
+    n = 10_000_000
+    r, c = rng.choice(n, 60, replace=False), rng.choice(n, 60, replace=False)
+    X = sp.csr_matrix((np.ones(60, np.int8), (r, c)), shape=(n, n))
+    res = fit(X, "IDEPM", n_iter=5, n_avg=1, seed=0, K_init=50)
+    assert res.state["phi"].shape == (60, res.K[-1])
+
+
+def test_duplicate_entries_are_refused_for_every_sparse_format():
+    X = sp.coo_matrix((np.ones(3), ([0, 1, 0], [1, 2, 1])), shape=(3, 3))
+    for Y in (X, sp.csr_matrix((np.ones(3), np.array([1, 1, 2]), np.array([0, 2, 3, 3])),
+                                                     shape=(3, 3))):
+        with pytest.raises(ValueError, match=r"more than once, e.g. \(0, 1\) 2 times"):
+            fit(Y, "DEPM", T=2, n_iter=2, n_avg=1)
+
+
+def test_explicit_zeros_of_a_sparse_matrix_are_fine():
+    X = sp.coo_matrix((np.array([1.0, 0.0, 1.0]), ([0, 1, 2], [1, 2, 0])), shape=(3, 3))
+    r = fit(X, "DEPM", T=2, n_iter=2, n_avg=1)
+    assert r.settings["nnz"] == 2
+
+
+@pytest.mark.parametrize("seed", [-1, "abc", 1.5, True, None, [1, -2]])
+def test_bad_seed_names_seed(seed):
+    X, _ = small_problem()
+    with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+        fit(X, "DEPM", T=2, n_iter=2, n_avg=1, seed=seed)
+
+
+def test_test_entry_listed_twice_is_refused():
+    X, (tr, tc, tl) = small_problem()
+    tr, tc = np.r_[tr, tr[0]], np.r_[tc, tc[0]]
+    tl = np.r_[tl, 1 - tl[0]]
+    with pytest.raises(ValueError, match=r"test lists 1 entries more than once"):
+        fit(X, "DEPM", T=2, n_iter=2, n_avg=1, test=(tr, tc, tl))

@@ -16,7 +16,7 @@ from numba import njit
 from ..distributions import sample_ztp, sample_crt, sample_log_beta
 
 __all__ = [
-    "row_dot", "sample_latent_counts", "link_rates", "crt_sum",
+    "row_dot", "sample_latent_counts", "m_step_error", "link_rates", "crt_sum",
     "dirichlet_multinomial_aux", "tdll_from_rates", "split_test", "test_loglik_sum",
 ]
 
@@ -50,6 +50,15 @@ def row_dot(a, b):
 #: buffered m_jk increments per flush in :func:`sample_latent_counts` (32 KiB)
 _JK_BUFFER = 4096
 
+#: Guards of the m-step against exploded rates (a hyperprior with its mass on huge values, e.g.
+#: e0 = 1e10): a one whose ZTP draw exceeds ``MAX_CUSTOMERS_PER_ONE`` customers, or a sweep whose
+#: total exceeds ``MAX_CUSTOMERS_TOTAL`` + ``MAX_CUSTOMERS_PER_ONE_AVG`` x (ones), stops the m-step
+#: (``sample_latent_counts`` returns a negative code) instead of seating them one by one for hours.
+#: A rate of 10^6 means P(x = 1) = 1 - exp(-10^6): no data set needs a count anywhere near it.
+MAX_CUSTOMERS_PER_ONE = 1_000_000
+MAX_CUSTOMERS_TOTAL = 100_000_000
+MAX_CUSTOMERS_PER_ONE_AVG = 100
+
 
 @njit(cache=True)
 def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
@@ -69,6 +78,11 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     miss each on a large matrix) are collected in a small buffer and applied in
     a separate tight loop, where many misses overlap; counts are integers, so
     the order of the increments does not change any result.
+
+    Guard: if the draw of one entry exceeds ``MAX_CUSTOMERS_PER_ONE`` customers, or the running
+    total exceeds ``MAX_CUSTOMERS_TOTAL + MAX_CUSTOMERS_PER_ONE_AVG * nnz``, the m-step stops and
+    returns ``-(e + 1)`` for the entry ``e`` where it stopped (the aggregates are then partial and
+    must not be used); :func:`m_step_error` turns the code into a message.
     """
     I, T = R.shape
     m_ik[:, :] = 0
@@ -81,6 +95,7 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     G = T // 4                      # full groups of four atoms; atoms 4G..T-1 form group G
     P = np.empty(G + 2)             # P[g] = sum of the weights of groups < g
     M = 0
+    max_total = MAX_CUSTOMERS_TOTAL + MAX_CUSTOMERS_PER_ONE_AVG * rows.shape[0]
     buf = np.empty(_JK_BUFFER, dtype=np.int64)    # pending increments of m_jk, as flat indices j T + k
     nb = 0
     flat_jk = m_jk.reshape(m_jk.shape[0] * T)
@@ -99,8 +114,12 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
             acc += ri[k] * cj[k]
         P[G + 1] = acc
         s = acc
+        if not s <= 9.2e18:             # NaN, inf or past int64: the ZTP cannot be drawn
+            return -(e + 1)
         n = sample_ztp(rng, s)
         M += n
+        if n > MAX_CUSTOMERS_PER_ONE or M > max_total:
+            return -(e + 1)
         for _ in range(n):
             if s > 0.0:
                 u = rng.random() * s
@@ -138,6 +157,18 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     for b in range(nb):
         flat_jk[buf[b]] += 1
     return M
+
+
+def m_step_error(code, rows, cols, model):
+    """The ``ValueError`` for a negative return code of :func:`sample_latent_counts` (exploded rates)."""
+    e = -int(code) - 1
+    return ValueError(
+        f"{model}: the latent counts exploded at the one ({int(rows[e])}, {int(cols[e])}) (the m-step drew "
+        f"more than {MAX_CUSTOMERS_PER_ONE:,} customers for one entry, or more than "
+        f"{MAX_CUSTOMERS_TOTAL + MAX_CUSTOMERS_PER_ONE_AVG * rows.shape[0]:,} in all): the link rates "
+        f"sum_k R_ik C_jk lambda_k are absurdly large. This happens when the hyperprior Gamma(e0, f0) puts "
+        f"its mass on huge hyperparameters (its mean e0/f0); use the paper's e0 = f0 = 0.01 or keep e0/f0 "
+        f"moderate.")
 
 
 @njit(cache=True)

@@ -55,10 +55,13 @@ def sample_concentration(rng, m_xk, m_k, alpha, n_rows, e0, f0):
 
 @njit(cache=True)
 def depm_sweep(rng, rows, cols, phi, psi, lam, h, m_ik, m_jk, m_k, e0, f0):
-    """One Gibbs sweep of the truncated DEPM; updates phi, psi, lam, h and the aggregates in place. Returns M."""
+    """One Gibbs sweep of the truncated DEPM; updates phi, psi, lam, h and the aggregates in place. Returns M
+    (negative: the m-step stopped on exploded rates, see ``common.sample_latent_counts``)."""
     I, T = phi.shape
     J = psi.shape[0]
     M = sample_latent_counts(rng, rows, cols, phi, psi, lam, m_ik, m_jk, m_k)
+    if M < 0:                           # exploded rates: stop, fit raises (common.m_step_error)
+        return M
     h[ALPHA1] = sample_concentration(rng, m_ik, m_k, h[ALPHA1], I, e0, f0)
     sample_dirichlet_columns(rng, m_ik, h[ALPHA1], phi)
     h[ALPHA2] = sample_concentration(rng, m_jk, m_k, h[ALPHA2], J, e0, f0)

@@ -151,7 +151,9 @@ def epm_sweep(rng, rows, cols, U, V, lam, h, m_ik, m_jk, m_k, e0, f0,
               cepm, C1, C2, paper_a, grid):
     """One Gibbs sweep of the EPM (``cepm=False``) or CEPM (``cepm=True``, b1 = C1 a1, b2 = C2 a2).
 
-    Updates U, V, lam, h and the count aggregates in place; returns M (customers).
+    Updates U, V, lam, h and the count aggregates in place; returns M (customers;
+    negative: the m-step stopped on exploded rates and nothing else was updated, see
+    ``common.sample_latent_counts``).
     Totals (sum_i U_ik, sum_k lambda_k, ...) are numba's sequential sums; a step-by-step
     rebuild that wants bit-identical results must add in the same order (not numpy's
     pairwise ``sum``).
@@ -161,6 +163,8 @@ def epm_sweep(rng, rows, cols, U, V, lam, h, m_ik, m_jk, m_k, e0, f0,
     I, T = U.shape
     J = V.shape[0]
     M = sample_latent_counts(rng, rows, cols, U, V, lam, m_ik, m_jk, m_k)
+    if M < 0:                           # exploded rates: stop, fit raises (common.m_step_error)
+        return M
     # --- (b1, a1, U) ---
     sumV = V.sum(axis=0)
     q = np.empty(T)

@@ -427,31 +427,44 @@ def sample_assignments(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos
 
 
 @njit(cache=True)
-def sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active, alpha1, alpha2, c0):
+def sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active, alpha1, alpha2, c0, I=0, J=0):
     """phi, psi, lambda of the K+ active atoms given the seating (Sec. 4.3, 'Sampling m').
 
-    Returns phi (I x K+), psi (J x K+), lam (K+) in the order of ``active[:n_active]``.
+    Returns phi (I' x K+), psi (J' x K+), lam (K+) in the order of ``active[:n_active]``, for the
+    I' = ``n_ik.shape[0]`` rows and J' columns of the count tables. When the tables hold only some
+    of the matrix's ``I`` rows (``I`` > I'; the others carry no customers), each column
+    phi_.k ~ Dir(alpha1 + n_.k) over all I rows is drawn exactly through I' + 1 components: the
+    I' rows and the rest, whose total concentration is (I - I') alpha1 (aggregation property of
+    the Dirichlet); the rest's component is dropped. Same for psi. ``I = 0`` (default): I = I'.
     """
-    I = n_ik.shape[0]
-    J = n_jk.shape[0]
+    Ic = n_ik.shape[0]
+    Jc = n_jk.shape[0]
+    rest_i = max(I - Ic, 0) * alpha1
+    rest_j = max(J - Jc, 0) * alpha2
+    ni = Ic + 1 if rest_i > 0.0 else Ic
+    nj = Jc + 1 if rest_j > 0.0 else Jc
     K = n_active
-    phi = np.empty((I, K))
-    psi = np.empty((J, K))
+    phi = np.empty((Ic, K))
+    psi = np.empty((Jc, K))
     lam = np.empty(K)
-    ci = np.empty(I)
-    cj = np.empty(J)
-    col_i = np.empty(I)
-    col_j = np.empty(J)
+    ci = np.empty(ni)
+    cj = np.empty(nj)
+    col_i = np.empty(ni)
+    col_j = np.empty(nj)
+    if ni > Ic:
+        ci[Ic] = rest_i
+    if nj > Jc:
+        cj[Jc] = rest_j
     for a in range(K):
         k = active[a]
-        for i in range(I):
+        for i in range(Ic):
             ci[i] = alpha1 + n_ik[i, k]
         sample_dirichlet(rng, ci, col_i)
-        phi[:, a] = col_i
-        for j in range(J):
+        phi[:, a] = col_i[:Ic]
+        for j in range(Jc):
             cj[j] = alpha2 + n_jk[j, k]
         sample_dirichlet(rng, cj, col_j)
-        psi[:, a] = col_j
+        psi[:, a] = col_j[:Jc]
         lam[a] = sample_gamma(rng, float(n_k[k]), c0 + 1.0)
     return phi, psi, lam
 
@@ -597,7 +610,10 @@ def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, e
     """One sweep of the IDEPM's collapsed Gibbs sampler.
 
     Takes the seating ``(offsets, z)`` with its counts ``(n_ik, n_jk, n_k)`` (``seat_counts``; atom
-    labels in ``z`` below ``n_k.shape[0]``) and returns the new seating with its counts, the atoms
+    labels in ``z`` below ``n_k.shape[0]``). ``I`` and ``J`` are the matrix's dimensions, which enter
+    the weights (Eq. 6) and the concentration updates; the count tables may hold only the
+    I' <= I rows and J' <= J columns that carry ones (``rows``, ``cols`` index those), since a row
+    without customers contributes a factor 1 to Eq. (5): memory O(M + (I' + J') K+) and returns the new seating with its counts, the atoms
     relabelled 0..K+-1 in the order of the active list: ``(offsets, z, n_ik, n_jk, n_k, K+)``.
     ``h`` (alpha1, alpha2, gamma0, c0) is updated in place.
 
@@ -630,13 +646,14 @@ def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, e
             alpha1, alpha2, w_new, h[C0], True, 0)
         n_ik, n_jk, n_k, active, pos, n_active = to_int_seating(C_i, C_j, C_k, active, pos, n_active)
         phi, psi, lam = sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
-                                                 h[ALPHA1], h[ALPHA2], h[C0])
+                                                 h[ALPHA1], h[ALPHA2], h[C0], I, J)
         offsets, z = resample_customers(rng, rows, cols, phi, psi, lam)
-        n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, max(lam.shape[0], 1))
+        n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, n_ik.shape[0], n_jk.shape[0],
+                                      max(lam.shape[0], 1))
     active, pos, n_active = _active_from_counts(n_k)
     if n_active < n_k.shape[0]:          # atoms emptied by the m-step: relabel to 0..K+-1
         z = _relabel(z, active, n_active, n_k.shape[0])
-        n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, I, J, max(n_active, 1))
+        n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, n_ik.shape[0], n_jk.shape[0], max(n_active, 1))
         active, pos, n_active = _active_from_counts(n_k)
     h[ALPHA1] = sample_concentration(rng, n_ik, n_k, h[ALPHA1], I, e0, f0)
     h[ALPHA2] = sample_concentration(rng, n_jk, n_k, h[ALPHA2], J, e0, f0)
