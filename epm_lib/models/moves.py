@@ -1,0 +1,498 @@
+r"""Split-merge Metropolis-Hastings moves for the seating of the IDEPM and the DEPM.
+
+The collapsed Gibbs sampler of the IDEPM (``idepm.idepm_sweep``, Eq. (6)) moves one customer at a
+time; to create a new atom it must seat one customer alone, and to remove one it must empty it
+customer by customer, through states of low probability. Chains started from 2, 10 or 100 atoms
+therefore stay at different numbers of atoms for thousands of sweeps. The moves here change the
+number of atoms in one step: the sequentially-allocated merge-split sampler of Dahl (2005), the
+restricted-Gibbs split-merge of Jain & Neal (2004) with zero intermediate scans (see also Wang &
+Blei 2012, Chang & Fisher 2013).
+
+The target
+----------
+Each one (i, j) of X has m_ij. >= 1 customers; the customers of entry e are
+``z[offsets[e]:offsets[e+1]]``, each seated at an atom. With the customers distinguishable and m
+fixed, Appendix D (Eq. (41), Lemma 1 with phi, psi, lambda integrated out) gives the conditional
+of the assignments z as a product over the atoms that carry customers (n_k > 0)::
+
+    P(z | m, h)  oc  prod_k  C(n_k) D1(k) D2(k),
+        D1(k) = G(I a1)/G(I a1 + n_k) prod_i G(a1 + n_ik)/G(a1),
+        D2(k) = G(J a2)/G(J a2 + n_k) prod_j G(a2 + n_jk)/G(a2),
+
+n_ik, n_jk, n_k the customers of atom k in row i, column j and in all (rows without customers
+contribute 1, so the count tables may hold a subset of the rows; I and J are the dimensions of X).
+The factors prod 1/m_ij.!, (c0/(c0+1))^gamma0 and (c0+1)^(-M) are fixed when m is. The cohesion
+C(n) is
+
+* truncated DEPM, T labelled atoms, a = gamma0/T (Eq. (41)): C(n) = G(a + n)/G(a), over maps
+  customer -> label in 0..T-1; empty atoms contribute 1, and the labels matter;
+* IDEPM, T -> inf (Theorem 4, Eq. (5), the limit of Eq. (42)): C(n) = gamma0 G(n), over set
+  partitions of the customers (atoms unlabelled).
+
+Both are C(1) * prod_{l=1}^{n-1} (a_c + l) with (C(1), a_c) = (gamma0, 0) for the IDEPM and
+(a, a) for the DEPM, and D1 D2 of a singleton is (a1/(I a1)) (a2/(J a2)) = 1/(I J). Adding a
+customer of entry (i, j) to a set S of n customers multiplies pi(S) = C D1 D2 by
+
+    w_S(i, j) = (a_c + n) (a1 + n_iS)(a2 + n_jS) / ((I a1 + n)(J a2 + n)),          (*)
+
+the weight of the z-step (Eq. (6), with J a2 in the second denominator), so that
+pi(S) = pi({s}) prod of (*) when S is built one customer at a time, in any order.
+
+The proposal (Dahl 2005)
+------------------------
+Pick two distinct customers s1, s2 uniformly (the anchors) and a uniformly random order sigma of
+the other customers of their atom(s), S = S_{z(s1)} u S_{z(s2)} minus the anchors.
+
+* Same atom, S: propose a split. Start S1 = {s1}, S2 = {s2}; then, in the order sigma, put each
+  customer c in S1 or S2 with probability proportional to w_S1(c), w_S2(c), the counts of S1, S2
+  being those of the customers placed so far. q_SA(S1, S2 | sigma) is the product of these
+  probabilities. The merged set is built in the same pass: S12 = S1 u S2 is the union so far,
+  whose counts are the sums of those of S1 and S2.
+* Different atoms: propose to merge them. The reverse split must reproduce the current S1, S2:
+  the same pass with each customer's side forced to its present atom gives q_SA(S1, S2 | sigma).
+
+Given (s1, s2, sigma), drawn independently of the state, the split and the merge are each
+other's reverse (s1 stays in S1), so mixing over them leaves pi invariant when each is accepted
+with probability min(1, r), r = pi(new)/pi(old) x q(old | new)/q(new | old), and the anchor and
+order probabilities cancel. For the split (the merge uses 1/r of the same quantities):
+
+    r = pi(S1) pi(S2) / pi(S1 u S2) x 1 / q_SA(S1, S2 | sigma)
+
+By (*), pi(S1) pi(S2)/pi(S1 u S2) = pi({s2}) / w_{s1}(s2) x prod_c w_chosen(c)/w_S12(c) and
+q_SA = prod_c w_chosen(c)/(w_S1(c) + w_S2(c)), so the chosen weight cancels:
+
+    ln r = ln(C(1)/(I J)) - ln w_{{s1}}(s2) + sum_c ln[(w_S1(c) + w_S2(c)) / w_S12(c)],      (**)
+
+w_{{s1}}(s2) = (a_c + 1)(a1 + [i2 = i1])(a2 + [j2 = j1])/((I a1 + 1)(J a2 + 1)): one pass over S,
+no log-gamma function, three counts per customer and side. C(1)/(I J) is gamma0/(I J), the weight
+of a new atom in Eq. (6), for the IDEPM and a/(I J) for the DEPM.
+
+Labels (DEPM). A state is a labelled map, so the split also chooses the label of S2 uniformly
+among the T - K+ empty labels (S1 keeps the atom's label) and the merge keeps the label of s1's
+atom. Then q(split) = q_SA/(T - K+) and q(merge) = 1, and
+
+    split:  ln r_DEPM = (**) + ln(T - K+),       merge: ln r_DEPM = -(**) - ln(T - K+ + 1)
+
+with K+ the number of atoms before the move (the merged state of the merge has K+ - 1 atoms, from
+which T - K+ + 1 empty labels are available). With K+ = T a split is impossible: the proposal is
+"stay" (counted in ``stats[4]``), which is still a valid MH step, and the merge into a state with
+K+ = T - 1 uses ln(1) for its reverse label choice, consistently.
+
+For the IDEPM the state is a partition: labels carry no weight, the returned labels are
+renumbered 0..K+-1 (a split adds the label K+; a merge removes the label of s2's atom and the
+larger labels move down by one).
+
+Cost. A call builds, in O(M), the row and column of every customer and an index of the
+customers by atom (counting sort into a buffer of 2M slots; a split rewrites its atom's block in
+place, a merge appends the merged block, and the buffer is compacted when full, O(M) every >= M
+appended customers). A proposal then costs O(|S|): the pass (**) uses scratch counts of S1, S2
+per row and column, reset through the customers it touched. The count tables are rebuilt once at
+the end of the call (``idepm.seat_counts``, O(M + (I + J) K+)).
+
+References: S. Jain, R. M. Neal (2004), J. Comput. Graph. Stat. 13, 158-182; D. B. Dahl (2005),
+Tech. Rep. 1086, Univ. Wisconsin; C. Wang, D. M. Blei (2012), NIPS; J. Chang, J. W. Fisher III
+(2013), NIPS.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+from scipy.special import gammaln
+
+from .idepm import seat_counts
+
+__all__ = ["DEFAULT_N_PROPOSALS", "split_merge_idepm", "split_merge_depm", "log_seating_target"]
+
+#: default number of proposals per call (about the cost of one Gibbs sweep on MovieLens100K)
+DEFAULT_N_PROPOSALS = 20
+
+# indices into the statistics returned by the moves
+SPLIT_PROPOSED, SPLIT_ACCEPTED, MERGE_PROPOSED, MERGE_ACCEPTED, SPLIT_BLOCKED = range(5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Index of the customers by atom
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _customer_cells(rows, cols, offsets):
+    """Row and column of every customer."""
+    M = offsets[rows.shape[0]]
+    ci = np.empty(M, np.int64)
+    cj = np.empty(M, np.int64)
+    for e in range(rows.shape[0]):
+        for s in range(offsets[e], offsets[e + 1]):
+            ci[s] = rows[e]
+            cj[s] = cols[e]
+    return ci, cj
+
+
+@njit(cache=True)
+def _build_index(z, n_labels):
+    """Counting sort of the customers by label: the customers of label k are
+    ``buf[start[k]:start[k] + size[k]]``; ``buf`` has room for 2M + 2 entries. Returns
+    ``(buf, start, size, tail)``, tail the first unused slot."""
+    M = z.shape[0]
+    size = np.zeros(n_labels, np.int64)
+    for s in range(M):
+        size[z[s]] += 1
+    start = np.zeros(n_labels, np.int64)
+    acc = 0
+    for k in range(n_labels):
+        start[k] = acc
+        acc += size[k]
+    buf = np.empty(2 * M + 2, np.int64)
+    fill = start.copy()
+    for s in range(M):
+        k = z[s]
+        buf[fill[k]] = s
+        fill[k] += 1
+    return buf, start, size, M
+
+
+@njit(cache=True)
+def _compact(buf, start, size):
+    """Move the blocks of all labels to the front of ``buf`` (in label order); returns the tail."""
+    tmp = np.empty(buf.shape[0], np.int64)
+    t = 0
+    for k in range(size.shape[0]):
+        n = size[k]
+        if n > 0:
+            st = start[k]
+            for p in range(n):
+                tmp[t + p] = buf[st + p]
+            start[k] = t
+            t += n
+    buf[:t] = tmp[:t]
+    return t
+
+
+# ---------------------------------------------------------------------------------------------
+# The proposals
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, alpha2, log_c1, a_c,
+                      T, n_proposals, mutation):
+    """``n_proposals`` split-merge proposals on the labels ``z`` (changed in place).
+
+    Labels are ``0..n_labels-1``, of which the empty ones form the pool of free labels. ``T = 0``:
+    IDEPM (a split takes the last free label, no label factor); ``T > 0``: DEPM with
+    ``n_labels = T`` (a split draws its label uniformly from the T - K+ empty ones, with the
+    factor of the module docstring). ``log_c1`` = ln C(1), ``a_c`` as in (*).
+
+    ``mutation`` (tests only; 0 = the exact move): 1 drops the reverse-proposal probability
+    q_SA from the merge's ratio; 2 drops the label-choice factor of the DEPM.
+    Returns ``(K+, stats, buf, start, size)`` (the last three: the index of customers by label,
+    for tests).
+    """
+    M = z.shape[0]
+    stats = np.zeros(5, np.int64)
+    buf, start, size, tail = _build_index(z, n_labels)
+    # pool of empty labels, with positions for the swap-remove
+    pool = np.empty(n_labels, np.int64)
+    ppos = np.full(n_labels, -1, np.int64)
+    n_pool = 0
+    for k in range(n_labels - 1, -1, -1):        # IDEPM: the smallest free label is taken first
+        if size[k] == 0:
+            pool[n_pool] = k
+            ppos[k] = n_pool
+            n_pool += 1
+    Kp = n_labels - n_pool
+    if M < 2:
+        return Kp, stats, buf, start, size
+    Ia1 = I * alpha1
+    Ja2 = J * alpha2
+    log_c1_IJ = log_c1 - math.log(I) - math.log(J)
+    c1i = np.zeros(n_rows)
+    c2i = np.zeros(n_rows)
+    c1j = np.zeros(n_cols)
+    c2j = np.zeros(n_cols)
+    order = np.empty(M, np.int64)
+    side = np.empty(M, np.int8)
+    for _ in range(n_proposals):
+        s1 = int(rng.random() * M)
+        if s1 >= M:
+            s1 = M - 1
+        s2 = int(rng.random() * (M - 1))
+        if s2 >= M - 1:
+            s2 = M - 2
+        if s2 >= s1:
+            s2 += 1
+        k1 = z[s1]
+        k2 = z[s2]
+        split = k1 == k2
+        if split:
+            stats[SPLIT_PROPOSED] += 1
+            if n_pool == 0:                  # DEPM with K+ = T (the IDEPM always has a free label)
+                stats[SPLIT_BLOCKED] += 1
+                continue
+        else:
+            stats[MERGE_PROPOSED] += 1
+        # the other customers of the atom(s), in uniformly random order
+        m = 0
+        st = start[k1]
+        for p in range(st, st + size[k1]):
+            c = buf[p]
+            if c != s1 and c != s2:
+                order[m] = c
+                m += 1
+        if not split:
+            st = start[k2]
+            for p in range(st, st + size[k2]):
+                c = buf[p]
+                if c != s2:
+                    order[m] = c
+                    m += 1
+        for t in range(m - 1, 0, -1):
+            u = int(rng.random() * (t + 1))
+            if u > t:
+                u = t
+            tmp = order[t]
+            order[t] = order[u]
+            order[u] = tmp
+        # the pass (**): sequential allocation (split) or its forced replay (merge)
+        i1 = ci[s1]
+        j1 = cj[s1]
+        i2 = ci[s2]
+        j2 = cj[s2]
+        c1i[i1] += 1.0
+        c1j[j1] += 1.0
+        c2i[i2] += 1.0
+        c2j[j2] += 1.0
+        n1 = 1.0
+        n2 = 1.0
+        g1 = (a_c + 1.0) / ((Ia1 + 1.0) * (Ja2 + 1.0))
+        g2 = g1
+        g12 = (a_c + 2.0) / ((Ia1 + 2.0) * (Ja2 + 2.0))
+        w_first = g1 * (alpha1 + (1.0 if i1 == i2 else 0.0)) * (alpha2 + (1.0 if j1 == j2 else 0.0))
+        log_r = log_c1_IJ - math.log(w_first)
+        prod = 1.0
+        log_q = 0.0
+        for t in range(m):
+            c = order[t]
+            i = ci[c]
+            j = cj[c]
+            x1i = c1i[i]
+            x2i = c2i[i]
+            x1j = c1j[j]
+            x2j = c2j[j]
+            w1 = g1 * (alpha1 + x1i) * (alpha2 + x1j)
+            w2 = g2 * (alpha1 + x2i) * (alpha2 + x2j)
+            w12 = g12 * (alpha1 + x1i + x2i) * (alpha2 + x1j + x2j)
+            wsum = w1 + w2
+            prod *= wsum / w12
+            if split:
+                to2 = rng.random() * wsum >= w1
+            else:
+                to2 = z[c] == k2
+            if mutation == 1:
+                log_q += math.log((w2 if to2 else w1) / wsum)
+            if to2:
+                c2i[i] = x2i + 1.0
+                c2j[j] = x2j + 1.0
+                n2 += 1.0
+                g2 = (a_c + n2) / ((Ia1 + n2) * (Ja2 + n2))
+                side[t] = 1
+            else:
+                c1i[i] = x1i + 1.0
+                c1j[j] = x1j + 1.0
+                n1 += 1.0
+                g1 = (a_c + n1) / ((Ia1 + n1) * (Ja2 + n1))
+                side[t] = 0
+            n12 = n1 + n2
+            g12 = (a_c + n12) / ((Ia1 + n12) * (Ja2 + n12))
+            if prod > 1e150 or prod < 1e-150:
+                log_r += math.log(prod)
+                prod = 1.0
+        log_r += math.log(prod)
+        # reset the scratch counts through the customers touched
+        c1i[i1] = 0.0
+        c1j[j1] = 0.0
+        c2i[i2] = 0.0
+        c2j[j2] = 0.0
+        for t in range(m):
+            c = order[t]
+            c1i[ci[c]] = 0.0
+            c2i[ci[c]] = 0.0
+            c1j[cj[c]] = 0.0
+            c2j[cj[c]] = 0.0
+        # log_r = ln pi(split)/pi(merged) - ln q_SA; the acceptance of a merge uses -log_r
+        if split:
+            log_a = log_r
+            if T > 0 and mutation != 2:
+                log_a += math.log(n_pool)
+        else:
+            log_a = -log_r
+            if mutation == 1:                 # wrong on purpose: q_SA of the reverse split dropped
+                log_a -= log_q
+            if T > 0 and mutation != 2:
+                log_a -= math.log(n_pool + 1)
+        if not (log_a >= 0.0 or math.log(rng.random()) < log_a):
+            continue
+        if split:
+            stats[SPLIT_ACCEPTED] += 1
+            if T > 0:
+                p = int(rng.random() * n_pool)
+                if p >= n_pool:
+                    p = n_pool - 1
+            else:
+                p = n_pool - 1
+            lab = pool[p]
+            last = pool[n_pool - 1]
+            pool[p] = last
+            ppos[last] = p
+            ppos[lab] = -1
+            n_pool -= 1
+            Kp += 1
+            # rewrite the block of k1: S1 first (keeps k1), then S2 (the new label)
+            st = start[k1]
+            q = st
+            buf[q] = s1
+            q += 1
+            for t in range(m):
+                if side[t] == 0:
+                    buf[q] = order[t]
+                    q += 1
+            size[k1] = q - st
+            start[lab] = q
+            buf[q] = s2
+            z[s2] = lab
+            q += 1
+            for t in range(m):
+                if side[t] == 1:
+                    c = order[t]
+                    buf[q] = c
+                    z[c] = lab
+                    q += 1
+            size[lab] = q - start[lab]
+        else:
+            stats[MERGE_ACCEPTED] += 1
+            n = size[k1] + size[k2]
+            if tail + n > buf.shape[0]:
+                tail = _compact(buf, start, size)
+            q = tail
+            st = start[k1]
+            for p in range(st, st + size[k1]):
+                buf[q] = buf[p]
+                q += 1
+            st = start[k2]
+            for p in range(st, st + size[k2]):
+                c = buf[p]
+                buf[q] = c
+                z[c] = k1
+                q += 1
+            start[k1] = tail
+            size[k1] = n
+            tail = q
+            size[k2] = 0
+            pool[n_pool] = k2
+            ppos[k2] = n_pool
+            n_pool += 1
+            Kp -= 1
+    return Kp, stats, buf, start, size
+
+
+@njit(cache=True)
+def _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2, gamma0,
+                       n_proposals, mutation):
+    K = n_k.shape[0]
+    M = z.shape[0]
+    n_labels = min(K + n_proposals, max(M, K)) + 1
+    ci, cj = _customer_cells(rows, cols, offsets)
+    zz = z.copy()
+    Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, n_labels, n_ik.shape[0], n_jk.shape[0], I, J,
+                                  alpha1, alpha2, math.log(gamma0), 0.0, 0, n_proposals, mutation)
+    # labels -> 0..K+-1, in increasing order of the old label
+    used = np.zeros(n_labels, np.bool_)
+    for s in range(M):
+        used[zz[s]] = True
+    new = np.full(n_labels, -1, np.int64)
+    r = 0
+    for k in range(n_labels):
+        if used[k]:
+            new[k] = r
+            r += 1
+    for s in range(M):
+        zz[s] = new[zz[s]]
+    a, b, c = seat_counts(rows, cols, offsets, zz, n_ik.shape[0], n_jk.shape[0], max(Kp, 1))
+    return zz, a, b, c, Kp, stats
+
+
+@njit(cache=True)
+def split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2, gamma0,
+                      n_proposals=DEFAULT_N_PROPOSALS):
+    """``n_proposals`` split-merge Metropolis-Hastings moves of the IDEPM's seating (Theorem 4).
+
+    Takes the seating ``(offsets, z)`` (labels 0..K+-1, all in use) with its int64 counts
+    ``n_ik`` (I' x K+), ``n_jk`` (J' x K+), ``n_k`` (K+) as returned by ``idepm.idepm_sweep``, the
+    dimensions I, J of X and alpha1, alpha2, gamma0 (c0 does not enter: m is fixed). Returns
+    ``(z, n_ik, n_jk, n_k, K+, stats)``, new arrays with labels 0..K+-1 (a split adds the label
+    K+, a merge removes one and renumbers the larger ones), and ``stats`` = [splits proposed,
+    splits accepted, merges proposed, merges accepted, 0]. ``offsets`` is unchanged. Each
+    proposal leaves P(z | m, h) invariant; see the module docstring for the ratio.
+    """
+    return _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2,
+                              gamma0, n_proposals, 0)
+
+
+@njit(cache=True)
+def _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2, gamma0, T,
+                      n_proposals, mutation):
+    ci, cj = _customer_cells(rows, cols, offsets)
+    zz = z.copy()
+    a = gamma0 / T
+    Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, T, m_ik.shape[0], m_jk.shape[0], I, J,
+                                  alpha1, alpha2, math.log(a), a, T, n_proposals, mutation)
+    x, y, w = seat_counts(rows, cols, offsets, zz, m_ik.shape[0], m_jk.shape[0], T)
+    return zz, x, y, w, Kp, stats
+
+
+@njit(cache=True)
+def split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2, gamma0, T,
+                     n_proposals=DEFAULT_N_PROPOSALS):
+    """``n_proposals`` split-merge Metropolis-Hastings moves of the truncated DEPM's labels (Eq. 41).
+
+    ``z`` holds labels in 0..T-1 and ``m_ik`` (I' x T), ``m_jk`` (J' x T), ``m_k`` (T) its int64
+    counts; phi, psi, lambda are integrated out (Lemma 1), so the move leaves
+    P(z | m, h) = P(m, z)/P(m) of Eq. (41) invariant, with a = gamma0/T. A split keeps the
+    atom's label for the customers with the first anchor and gives the others a label drawn
+    uniformly among the T - K+ empty ones (no split when K+ = T: ``stats[4]`` counts these); a
+    merge keeps the label of the first anchor's atom. Returns ``(z, m_ik, m_jk, m_k, K+, stats)``
+    (new arrays; ``stats`` as for ``split_merge_idepm``, plus the blocked splits).
+    """
+    return _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2,
+                             gamma0, T, n_proposals, 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The target, for tests and checks (plain numpy)
+# ---------------------------------------------------------------------------------------------
+def log_seating_target(rows, cols, offsets, z, I, J, alpha1, alpha2, gamma0, T=None) -> float:
+    """ln P(z | m, h) up to a constant that depends on m only: the product-partition form of the
+    module docstring. ``T=None``: the IDEPM (C(n) = gamma0 G(n), a function of the partition);
+    an int T: the DEPM with labels 0..T-1 (C(n) = G(a + n)/G(a), a = gamma0/T)."""
+    rows = np.asarray(rows)
+    cols = np.asarray(cols)
+    offsets = np.asarray(offsets)
+    z = np.asarray(z)
+    m_e = np.diff(offsets)
+    ri = np.repeat(rows, m_e)
+    cj = np.repeat(cols, m_e)
+    labels, zc = np.unique(z, return_inverse=True)
+    K = labels.size
+    n_ik = np.zeros((int(ri.max()) + 1, K))
+    np.add.at(n_ik, (ri, zc), 1)
+    n_jk = np.zeros((int(cj.max()) + 1, K))
+    np.add.at(n_jk, (cj, zc), 1)
+    n_k = n_ik.sum(axis=0)
+    out = np.sum(gammaln(I * alpha1) - gammaln(I * alpha1 + n_k))
+    out += np.sum(gammaln(alpha1 + n_ik) - gammaln(alpha1))
+    out += np.sum(gammaln(J * alpha2) - gammaln(J * alpha2 + n_k))
+    out += np.sum(gammaln(alpha2 + n_jk) - gammaln(alpha2))
+    if T is None:
+        out += K * math.log(gamma0) + np.sum(gammaln(n_k))
+    else:
+        a = gamma0 / T
+        out += np.sum(gammaln(a + n_k) - gammaln(a))
+    return float(out)

@@ -1,0 +1,305 @@
+"""Split-merge moves (``epm_lib.models.moves``) against the exact conditional P(z | m, h).
+
+(a) On tiny instances (M = 5 or 6 distinguishable customers) every set partition (IDEPM) or
+    label map (DEPM, T = 2 or 3) is enumerated, P(z | m, h) computed from the product-partition
+    form, and a chain of moves alone is compared with it by a chi-square test. The chain is
+    thinned by ``THIN`` proposals, well beyond the autocorrelation time (at most ~16 proposals
+    for the state indicators of these instances, measured when the test was written; lag-50
+    correlations are below 0.01), so the thinned states are close to independent.
+(b) A deliberately wrong ratio (the merge without the reverse split's q_SA; the DEPM without
+    the label-choice factor) fails the same test.
+(c) Bookkeeping: counts equal ``idepm.seat_counts`` of the returned z, labels contiguous, the
+    customer index consistent, the same seed gives the same output.
+(d) The target agrees with ``theory.log_joint_counts`` (Eq. 41) and
+    ``theory.log_partition_likelihood`` (Theorem 4) for states with the same m.
+"""
+import math
+
+import numpy as np
+import pytest
+from numba import njit
+from scipy.stats import chisquare
+
+from epm_lib import theory
+from epm_lib.models import idepm, moves
+
+THIN = 50            # proposals between recorded states
+N_SAMPLES = 30_000   # recorded states per chain (1.5M proposals)
+P_OK = 1e-3
+P_BAD = 1e-6
+
+
+# ------------------------------------------------------------------------------------ helpers
+@njit(cache=True)
+def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, thin, mutation):
+    """Codes of the states after every ``thin`` proposals: the restricted-growth string of the
+    partition (T = 0, IDEPM) or the label map (T > 0, DEPM), read as a base-M (base-T) number."""
+    M = z.shape[0]
+    n_rows = rows.max() + 1
+    n_cols = cols.max() + 1
+    if T == 0:
+        c = idepm.seat_counts(rows, cols, offsets, z, n_rows, n_cols, z.max() + 1)
+    else:
+        c = idepm.seat_counts(rows, cols, offsets, z, n_rows, n_cols, T)
+    n_ik, n_jk, n_k = c
+    codes = np.empty(n_samples, np.int64)
+    stats = np.zeros(5, np.int64)
+    for it in range(n_samples):
+        if T == 0:
+            z, n_ik, n_jk, n_k, K, st = moves._split_merge_idepm(
+                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, thin, mutation)
+        else:
+            z, n_ik, n_jk, n_k, K, st = moves._split_merge_depm(
+                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, T, thin, mutation)
+        stats += st
+        code = 0
+        if T == 0:
+            first = np.full(M + 1, -1, np.int64)
+            nxt = 0
+            for s in range(M):
+                if first[z[s]] < 0:
+                    first[z[s]] = nxt
+                    nxt += 1
+                code = code * M + first[z[s]]
+        else:
+            for s in range(M):
+                code = code * T + z[s]
+        codes[it] = code
+    return codes, stats
+
+
+def _set_partitions(M):
+    """All restricted-growth strings of length M (the set partitions of M customers)."""
+    out = []
+
+    def rec(prefix, top):
+        if len(prefix) == M:
+            out.append(prefix)
+            return
+        for v in range(top + 2):
+            rec(prefix + [v], max(top, v))
+
+    rec([0], 0)
+    return out
+
+
+def _states(M, T):
+    if T == 0:
+        return _set_partitions(M), M
+    return [list(t) for t in np.ndindex(*(T,) * M)], T
+
+
+def _code(state, base):
+    c = 0
+    for v in state:
+        c = c * base + v
+    return c
+
+
+def _pooled_p(counts, probs):
+    """Chi-square p-value, the cells pooled from the least probable up until each expects >= 5."""
+    n = counts.sum()
+    exp = probs * n
+    order = np.argsort(exp)
+    obs_b, exp_b, o, e = [], [], 0.0, 0.0
+    for oi, ei in zip(counts[order], exp[order]):
+        o += oi
+        e += ei
+        if e >= 5.0:
+            obs_b.append(o)
+            exp_b.append(e)
+            o = e = 0.0
+    obs_b[-1] += o
+    exp_b[-1] += e
+    return chisquare(obs_b, exp_b).pvalue, len(obs_b)
+
+
+# instances: entries (rows, cols), customers per entry, and the dimensions I, J of X (larger
+# than the rows/columns that hold ones: empty rows and columns must contribute 1)
+INSTANCES = {
+    "3x2_M5": (np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([2, 2, 1]), 4, 3),
+    "2x2_M6": (np.array([0, 0, 1]), np.array([0, 1, 1]), np.array([3, 2, 1]), 2, 2),
+}
+
+
+def _run(instance, T, a1, a2, g0, mutation, seed):
+    rows, cols, m, I, J = INSTANCES[instance]
+    offsets = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
+    M = int(offsets[-1])
+    states, base = _states(M, T)
+    logp = np.array([moves.log_seating_target(rows, cols, offsets, np.array(s), I, J, a1, a2, g0,
+                                              None if T == 0 else T) for s in states])
+    probs = np.exp(logp - logp.max())
+    probs /= probs.sum()
+    index = {_code(s, base): n for n, s in enumerate(states)}
+    z0 = np.zeros(M, np.int64)
+    codes, stats = _chain_codes(np.random.default_rng(seed), rows, cols, offsets, z0, I, J,
+                                a1, a2, g0, T, N_SAMPLES, THIN, mutation)
+    counts = np.bincount(np.array([index[c] for c in codes]), minlength=len(states))
+    p, cells = _pooled_p(counts, probs)
+    return p, cells, stats
+
+
+EXACT_CASES = [   # (instance, T (0 = IDEPM), alpha1, alpha2, gamma0)
+    ("3x2_M5", 0, 1.0, 1.0, 1.0),
+    ("3x2_M5", 0, 0.05, 0.05, 1.0),
+    ("3x2_M5", 0, 1.0, 1.0, 5.0),
+    ("3x2_M5", 0, 0.5, 2.0, 20.0),
+    ("2x2_M6", 0, 0.05, 1.0, 0.3),
+    ("2x2_M6", 0, 2.0, 0.05, 50.0),
+    ("3x2_M5", 3, 1.0, 1.0, 1.0),
+    ("3x2_M5", 3, 0.05, 0.05, 2.0),
+    ("3x2_M5", 3, 0.5, 2.0, 10.0),
+    ("2x2_M6", 2, 0.5, 0.05, 3.0),
+    ("2x2_M6", 2, 0.05, 1.0, 0.5),
+]
+# Note: with T = 2 and a large gamma0 the chain of moves alone sits at K+ = T (splits blocked)
+# and rarely merges, so its states are correlated far beyond THIN; such cases are left out.
+
+
+# ---------------------------------------------------------------------------- (a) exactness
+@pytest.mark.parametrize("instance, T, a1, a2, g0", EXACT_CASES)
+def test_moves_leave_the_exact_conditional_invariant(instance, T, a1, a2, g0):
+    p, cells, stats = _run(instance, T, a1, a2, g0, 0, 12345)
+    print(f"{instance} T={T} alpha=({a1}, {a2}) gamma0={g0}: chi2 p = {p:.4g} ({cells} cells), "
+          f"stats {stats.tolist()}")
+    assert stats[moves.SPLIT_ACCEPTED] > 100 and stats[moves.MERGE_ACCEPTED] > 100
+    if T > 0:
+        assert stats[moves.SPLIT_BLOCKED] > 0           # the K+ = T edge is exercised
+    assert p > P_OK, p
+
+
+# ------------------------------------------------------------------------------ (b) mutation
+@pytest.mark.parametrize("instance, T, a1, a2, g0, mutation", [
+    # 1: the merge's ratio without q_SA of its reverse split (visible where merges are not
+    #    always accepted anyway); 2: the DEPM without the label-choice factor (1 when T = 2)
+    ("3x2_M5", 0, 0.05, 0.05, 1.0, 1),
+    ("2x2_M6", 0, 0.05, 1.0, 0.3, 1),
+    ("3x2_M5", 0, 0.5, 2.0, 20.0, 1),
+    ("3x2_M5", 3, 0.05, 0.05, 2.0, 1),
+    ("2x2_M6", 2, 0.05, 1.0, 0.5, 1),
+    ("3x2_M5", 3, 1.0, 1.0, 1.0, 2),
+    ("3x2_M5", 3, 0.5, 2.0, 10.0, 2),
+])
+def test_a_wrong_ratio_fails(instance, T, a1, a2, g0, mutation):
+    p, cells, stats = _run(instance, T, a1, a2, g0, mutation, 12345)
+    print(f"mutation {mutation}: {instance} T={T} alpha=({a1}, {a2}) gamma0={g0}: "
+          f"chi2 p = {p:.3g} ({cells} cells)")
+    assert p < P_BAD, p
+
+
+# --------------------------------------------------------------------------- (c) bookkeeping
+def _random_state(seed, I=30, J=40, nnz=150, K=6):
+    rng = np.random.default_rng(seed)
+    flat = np.sort(rng.choice(I * J, nnz, replace=False))
+    rows, cols = (flat // J).astype(np.int64), (flat % J).astype(np.int64)
+    m = rng.integers(1, 5, nnz)
+    offsets = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
+    z = rng.integers(0, K, offsets[-1]).astype(np.int64)
+    return rows, cols, offsets, z
+
+
+def test_idepm_counts_labels_and_determinism():
+    rows, cols, offsets, z = _random_state(1)
+    I, J = 32, 41
+    n_ik, n_jk, n_k = idepm.seat_counts(rows, cols, offsets, z, I, J, 6)
+    z_in = z.copy()
+    args = (rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, 0.3, 0.7, 5.0, 400)
+    out1 = moves.split_merge_idepm(np.random.default_rng(3), *args)
+    out2 = moves.split_merge_idepm(np.random.default_rng(3), *args)
+    assert np.array_equal(z, z_in)                       # the input is not changed
+    for a, b in zip(out1[:5], out2[:5]):
+        assert np.array_equal(a, b)
+    assert np.array_equal(out1[5], out2[5])
+    z1, a, b, c, K, st = out1
+    assert K == 6 + st[moves.SPLIT_ACCEPTED] - st[moves.MERGE_ACCEPTED]
+    assert st[moves.SPLIT_ACCEPTED] > 0 and st[moves.MERGE_ACCEPTED] > 0
+    assert st[moves.SPLIT_PROPOSED] + st[moves.MERGE_PROPOSED] == 400
+    assert set(np.unique(z1)) == set(range(K))           # contiguous labels, all in use
+    for x, y in zip((a, b, c), idepm.seat_counts(rows, cols, offsets, z1, I, J, K)):
+        assert x.dtype == np.int64 and np.array_equal(x, y)
+    # the default number of proposals
+    out3 = moves.split_merge_idepm(np.random.default_rng(3), *args[:-1])
+    assert out3[5][:4].sum() - out3[5][moves.SPLIT_ACCEPTED] - out3[5][moves.MERGE_ACCEPTED] \
+        == moves.DEFAULT_N_PROPOSALS
+
+
+def test_depm_counts_labels_and_determinism():
+    rows, cols, offsets, z = _random_state(2, K=4)
+    I, J, T = 30, 40, 7
+    m_ik, m_jk, m_k = idepm.seat_counts(rows, cols, offsets, z, I, J, T)
+    args = (rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, 0.3, 0.7, 5.0, T, 400)
+    out1 = moves.split_merge_depm(np.random.default_rng(4), *args)
+    out2 = moves.split_merge_depm(np.random.default_rng(4), *args)
+    for a, b in zip(out1, out2):
+        assert np.array_equal(a, b)
+    z1, a, b, c, K, st = out1
+    assert z1.min() >= 0 and z1.max() < T
+    assert K == np.count_nonzero(c) == 4 + st[moves.SPLIT_ACCEPTED] - st[moves.MERGE_ACCEPTED]
+    for x, y in zip((a, b, c), idepm.seat_counts(rows, cols, offsets, z1, I, J, T)):
+        assert x.shape == y.shape and np.array_equal(x, y)
+
+
+@pytest.mark.parametrize("T", [0, 5])
+def test_customer_index_stays_consistent(T):
+    """Many accepted moves in one call (blocks rewritten, merged blocks appended, the buffer
+    compacted): the index of customers by label still lists exactly the customers of z."""
+    rows, cols, offsets, z = _random_state(5, nnz=60, K=3)
+    ci, cj = moves._customer_cells(rows, cols, offsets)
+    M = z.shape[0]
+    n_labels = M + 1 if T == 0 else T
+    g0 = 3.0
+    log_c1, a_c = (math.log(g0), 0.0) if T == 0 else (math.log(g0 / T), g0 / T)
+    zz = z.copy()
+    K, st, buf, start, size = moves._split_merge_core(np.random.default_rng(6), ci, cj, zz, n_labels,
+                                                      30, 40, 30, 40, 1.0, 1.0, log_c1, a_c, T,
+                                                      3000, 0)
+    assert st[moves.MERGE_ACCEPTED] > 3 * M // 10          # the buffer was compacted
+    for k in range(n_labels):
+        members = np.sort(buf[start[k]:start[k] + size[k]])
+        assert np.array_equal(members, np.flatnonzero(zz == k))
+    assert K == np.count_nonzero(size)
+
+
+def test_tiny_inputs():
+    rows, cols, offsets = np.array([0]), np.array([0]), np.array([0, 1])
+    z = np.zeros(1, np.int64)
+    n_ik, n_jk, n_k = idepm.seat_counts(rows, cols, offsets, z, 1, 1, 1)
+    z1, a, b, c, K, st = moves.split_merge_idepm(np.random.default_rng(0), rows, cols, offsets, z,
+                                                 n_ik, n_jk, n_k, 1, 1, 1.0, 1.0, 1.0, 10)
+    assert K == 1 and np.array_equal(z1, z) and st.sum() == 0
+
+
+# --------------------------------------------------------------- (d) the target vs the theory
+def _counts3(rows, cols, offsets, z, I, J, K):
+    out = np.zeros((I, J, K), np.int64)
+    for e in range(rows.size):
+        for s in range(offsets[e], offsets[e + 1]):
+            out[rows[e], cols[e], z[s]] += 1
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_target_agrees_with_theory(seed):
+    rng = np.random.default_rng(seed)
+    I, J, T = 5, 6, 4
+    rows, cols, offsets, _ = _random_state(seed, I=I - 1, J=J - 2, nnz=7)   # empty rows/cols too
+    M = int(offsets[-1])
+    a1, a2, g0, c0 = rng.gamma(1.0, 1.0, 4) + 0.05
+    zs = [rng.integers(0, T, M) for _ in range(2)]
+    # DEPM: labelled states, Eq. (41)
+    lt = [moves.log_seating_target(rows, cols, offsets, z, I, J, a1, a2, g0, T) for z in zs]
+    lj = [theory.log_joint_counts(_counts3(rows, cols, offsets, z, I, J, T), a1, a2, g0, c0) for z in zs]
+    assert lt[1] - lt[0] == pytest.approx(lj[1] - lj[0], abs=1e-9)
+    # IDEPM: partitions, Theorem 4 (Eq. (42) with T = inf)
+    lt = [moves.log_seating_target(rows, cols, offsets, z, I, J, a1, a2, g0) for z in zs]
+    lp = []
+    for z in zs:
+        _, zc = np.unique(z, return_inverse=True)
+        c3 = _counts3(rows, cols, offsets, zc, I, J, zc.max() + 1)
+        lp.append(theory.log_partition_likelihood(c3, a1, a2, g0, c0, math.inf))
+    assert lt[1] - lt[0] == pytest.approx(lp[1] - lp[0], abs=1e-9)
+    # relabelling a DEPM state does not change it; relabelling is invisible to the IDEPM target
+    perm = rng.permutation(T)
+    assert moves.log_seating_target(rows, cols, offsets, perm[zs[0]], I, J, a1, a2, g0, T) == \
+        pytest.approx(moves.log_seating_target(rows, cols, offsets, zs[0], I, J, a1, a2, g0, T))
