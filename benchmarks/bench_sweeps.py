@@ -61,6 +61,10 @@ from epm_lib.models import gamma_epm, depm, idepm  # noqa: E402
 DATASETS = {
     "ml100k": ("movielens100k", (943, 1682), 55_375),
     "ml1m": ("movielens1m", (6040, 3706), 575_281),
+    # hostile size: a 10^6 x 10^6 matrix with 10^5 ones at random (no loader: always random). Memory
+    # must follow the ones and the used rows, not I x J or I x (atoms ever opened); run one model per
+    # process to read each one's peak memory: --datasets sparse1e6 --models IDEPM
+    "sparse1e6": (None, (1_000_000, 1_000_000), 100_000),
 }
 E0 = F0 = 0.01          # the hyperprior of Sec. 5 (fit's default)
 
@@ -102,6 +106,8 @@ def random_binary(shape, n_ones, seed=0):
 def get_matrix(short, data_dir):
     """(X, description of what was used)."""
     name, shape, n_ones = DATASETS[short]
+    if name is None:
+        return random_binary(shape, n_ones), f"random {shape[0]:,}x{shape[1]:,}, {n_ones:,} ones"
     try:
         d = datasets.load(name, data_dir=data_dir)
         return d.X, f"{name} (real, {shape[0]}x{shape[1]}, {d.n_ones:,} ones)"
@@ -171,10 +177,13 @@ def bench_idepm(X, repeats, settle, seed, K_init):
     collapsed chain; ``fit`` draws it after each sweep only when there is a test set)."""
     r = epm_lib.fit(X, "IDEPM", n_iter=settle, n_avg=1, seed=seed, K_init=K_init)
     st = r.state
-    rows, cols = st["rows"], st["cols"]
     I, J = X.shape
+    # the sweep works on the rows/columns with ones only, as in fit (its I, J enter the weights)
+    rows = np.searchsorted(st["row_ids"], st["rows"])
+    cols = np.searchsorted(st["col_ids"], st["cols"])
     rng = np.random.default_rng(seed + 1)
-    counts = idepm.seat_counts(rows, cols, st["offsets"], st["z"], I, J, int(st["z"].max()) + 1)
+    counts = idepm.seat_counts(rows, cols, st["offsets"], st["z"], st["row_ids"].shape[0],
+                               st["col_ids"].shape[0], int(st["z"].max()) + 1)
     s = dict(offsets=st["offsets"], z=st["z"], h=st["h"], counts=counts, K=int(st["z"].max()) + 1)
 
     def sweep():
@@ -185,7 +194,7 @@ def bench_idepm(X, repeats, settle, seed, K_init):
     def parameters():
         h = s["h"]
         s["params"] = idepm.sample_active_parameters(rng, *s["counts"], np.arange(s["K"]), s["K"],
-                                                     h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.C0])
+                                                     h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.C0], I, J)
 
     sweep()
     parameters()
@@ -273,6 +282,9 @@ def main(argv=None):
                 print(f"\n{r['model']} after {a.settle} settling sweeps: K+ {r['K_settle']}; M {r['M_settle']}; "
                       f"phi, psi, lambda for predictions (not in the sweep) {r['predict_cpu']:.4f} s CPU")
         print()
+    import resource
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory of this process: {peak:,.0f} MB")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(machine=info, settings=vars(a), results=results), f, indent=1)
