@@ -196,21 +196,28 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
     Hyperparameters start at 1. EPM/CEPM: U, V drawn from Gamma(1, 1) (for the CEPM
     its first sweep then sets b1 = I a1, b2 = J a2);
     DEPM: the columns of phi, psi from Dirichlet(1, ..., 1); truncated models:
-    lambda_k = gamma0/(c0 T), its prior mean, so that every atom starts with
-    an equal share and the sampler has to *shrink* the model. IDEPM: one
-    customer per one of X, seated uniformly at random at ``K_init`` atoms.
+    the total mass gamma0/c0 = 1 (its prior mean) shared equally by the first
+    ``K_init`` atoms, lambda_k = 1/K_init, and lambda_k = 0 for the others, so
+    the first m-step seats every customer at those K_init atoms (the others
+    get their first lambda from the sweep's lambda update). ``K_init = T``
+    (the default) is the paper's start, every atom with an equal share, so that
+    the sampler has to *shrink* the model; a small ``K_init`` makes it grow.
+    IDEPM: one customer per one of X, seated uniformly at random at
+    ``K_init`` atoms.
     """
+    if model in ("EPM", "CEPM", "DEPM"):
+        K0 = T if K_init is None else K_init
+        lam = np.zeros(T)
+        lam[:K0] = 1.0 / K0
     if model in ("EPM", "CEPM"):
         h = np.ones(6)
         U = rng.gamma(1.0, 1.0, size=(I, T))
         V = rng.gamma(1.0, 1.0, size=(J, T))
-        lam = np.full(T, 1.0 / T)
         return dict(U=U, V=V, lam=lam, h=h)
     if model == "DEPM":
         h = np.ones(4)
         phi = rng.dirichlet(np.ones(I), size=T).T.copy()
         psi = rng.dirichlet(np.ones(J), size=T).T.copy()
-        lam = np.full(T, 1.0 / T)
         return dict(phi=phi, psi=psi, lam=lam, h=h)
     h = np.ones(4)
     nnz = rows.shape[0]
@@ -227,7 +234,7 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
 # ----------------------------------------------------------------------------------------------
 
 def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=None,
-        a_update="exact", progress=False, e0=0.01, f0=0.01, m_step="exact"):
+        a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None):
     """Run a Gibbs sampler of the EPM, CEPM, DEPM (truncated at ``T``) or IDEPM on a binary matrix.
 
     Parameters
@@ -240,12 +247,13 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         parameters it needs only for predictions from a child stream, ``rng.spawn(1)[0]``);
         the same seed gives bit-identical results.
     test : None or (rows, cols, labels): held-out entries, which must be zeros of X.
-    K_init : IDEPM only: number of atoms the customers start spread over
-        (default ``DEFAULT_K_INIT`` = 100, capped at the number of ones); ignored by
-        the truncated models.
-    a_update : "exact" (default) or "paper": the EPM's a1, a2 update as printed in the
-        paper (Eq. 25, without lambda_k) and the CEPM's grid weight as printed
-        (Eq. 28 without the factor (b1 + q_k)^(-m_..k)). Only for the EPM and CEPM.
+    K_init : number of atoms the chain starts on. IDEPM: the customers start spread over
+        ``K_init`` atoms (default ``DEFAULT_K_INIT`` = 100, capped at the number of ones).
+        EPM, CEPM, DEPM: 1 <= K_init <= T; the gamma process's mass starts on the first
+        K_init atoms (``init_state``); default T, the paper's start (all atoms equal).
+    a_update : EPM and CEPM only: "exact" (default) or "paper": the EPM's a1, a2 update as
+        printed in the paper (Eq. 25, without lambda_k) and the CEPM's grid weight as printed
+        (Eq. 28 without the factor (b1 + q_k)^(-m_..k)).
     progress : show a tqdm progress bar.
     m_step : IDEPM only: "exact" (default), Metropolis-Hastings births and deaths of
         customers that account for the atoms not in use (``idepm.birth_death_customers``),
@@ -256,13 +264,21 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     if not isinstance(model, str) or model.upper() not in MODELS:
         raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
     model = model.upper()
-    if a_update not in ("exact", "paper"):
-        raise ValueError(f"a_update must be 'exact' or 'paper', got {a_update!r}")
-    if a_update == "paper" and model not in ("EPM", "CEPM"):
-        raise ValueError(f"a_update='paper' exists only for the EPM and CEPM (their a1, a2 updates); "
-                         f"the {model} has no such update")
-    if m_step not in ("exact", "paper"):
-        raise ValueError(f"m_step must be 'exact' or 'paper', got {m_step!r}")
+    # an option a model does not use is an error, never silently ignored
+    if model in ("EPM", "CEPM"):
+        a_update = "exact" if a_update is None else a_update
+        if a_update not in ("exact", "paper"):
+            raise ValueError(f"a_update must be 'exact' or 'paper', got {a_update!r}")
+    elif a_update is not None:
+        raise ValueError(f"a_update exists only for the EPM and CEPM (their a1, a2 updates); "
+                         f"the {model} has no such update (got a_update={a_update!r})")
+    if model == "IDEPM":
+        m_step = "exact" if m_step is None else m_step
+        if m_step not in ("exact", "paper"):
+            raise ValueError(f"m_step must be 'exact' or 'paper', got {m_step!r}")
+    elif m_step is not None:
+        raise ValueError(f"m_step exists only for the IDEPM (its collapsed m-step); the {model} draws its "
+                         f"latent counts given its parameters (got m_step={m_step!r})")
     if model == "IDEPM":
         if T is not None:
             raise ValueError("the IDEPM is not truncated: T must be None")
@@ -271,6 +287,9 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         if T is None:
             raise ValueError(f"the {model} is truncated: give T, an integer >= 1")
         T = _check_int("T", T, 1)
+        K_init = T if K_init is None else _check_int("K_init", K_init, 1)
+        if K_init > T:
+            raise ValueError(f"K_init = {K_init} exceeds the truncation level T = {T}")
     n_iter = _check_int("n_iter", n_iter, 1)
     n_avg = _check_int("n_avg", n_avg, 1)
     if n_avg > n_iter:
@@ -383,7 +402,7 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         st.update(row_ids=row_ids, col_ids=col_ids)
     st["rows"], st["cols"] = rows, cols
     settings = dict(model=model, T=T, n_iter=n_iter, n_avg=n_avg, seed=seed, K_init=K_init,
-                    a_update=a_update, m_step=m_step if model == "IDEPM" else None, e0=e0, f0=f0, shape=(I, J), nnz=int(rows.size),
+                    a_update=a_update, m_step=m_step, e0=e0, f0=f0, shape=(I, J), nnz=int(rows.size),
                     n_test=0 if test is None else int(test[0].size))
     return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
                      tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings)

@@ -108,6 +108,19 @@ def test_idepm_k_init():
     assert r.K[0] <= X.sum() + 10
 
 
+@pytest.mark.parametrize("model", ["EPM", "CEPM", "DEPM"])
+def test_truncated_k_init(model):
+    """K_init = T is the paper's start (the default, draw for draw); K_init = k seats the first
+    m-step's customers at the first k atoms only."""
+    X, _ = small_problem(4)
+    a = fit(X, model, T=6, n_iter=3, n_avg=1, seed=0)
+    b = fit(X, model, T=6, n_iter=3, n_avg=1, seed=0, K_init=6)
+    assert np.array_equal(a.K, b.K) and np.array_equal(a.hyper["gamma0"], b.hyper["gamma0"])
+    one = fit(X, model, T=6, n_iter=1, n_avg=1, seed=0, K_init=2)
+    assert one.K[0] <= 2 and one.settings["K_init"] == 2
+    assert np.all(one.state["m_k"][2:] == 0)
+
+
 @pytest.mark.parametrize("kwargs,msg", [
     (dict(model="XPM", T=3), "unknown model"),
     (dict(model="EPM"), "give T"),
@@ -119,6 +132,12 @@ def test_idepm_k_init():
     (dict(model="DEPM", T=3, n_avg=0), "n_avg must be"),
     (dict(model="EPM", T=3, a_update="fancy"), "a_update must be"),
     (dict(model="DEPM", T=3, a_update="paper"), "only for the EPM and CEPM"),
+    (dict(model="DEPM", T=3, a_update="exact"), "only for the EPM and CEPM"),
+    (dict(model="IDEPM", a_update="exact"), "only for the EPM and CEPM"),
+    (dict(model="DEPM", T=3, m_step="exact"), "only for the IDEPM"),
+    (dict(model="EPM", T=3, m_step="paper"), "only for the IDEPM"),
+    (dict(model="DEPM", T=3, K_init=4), "K_init = 4 exceeds the truncation level T = 3"),
+    (dict(model="EPM", T=3, K_init=0), "K_init must be"),
     (dict(model="IDEPM", K_init=0), "K_init must be"),
     (dict(model="IDEPM", m_step="x"), "m_step must be"),
     (dict(model="DEPM", T=3, e0=0.0), "e0 must be"),
