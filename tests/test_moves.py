@@ -31,7 +31,8 @@ P_BAD = 1e-6
 
 # ------------------------------------------------------------------------------------ helpers
 @njit(cache=True)
-def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, thin, mutation):
+def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, thin, n_scans,
+                 mutation):
     """Codes of the states after every ``thin`` proposals: the restricted-growth string of the
     partition (T = 0, IDEPM) or the label map (T > 0, DEPM), read as a base-M (base-T) number."""
     M = z.shape[0]
@@ -47,10 +48,11 @@ def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, th
     for it in range(n_samples):
         if T == 0:
             z, n_ik, n_jk, n_k, K, st = moves._split_merge_idepm(
-                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, thin, mutation)
+                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, thin, n_scans, mutation)
         else:
             z, n_ik, n_jk, n_k, K, st = moves._split_merge_depm(
-                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, T, thin, mutation)
+                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, T, thin, n_scans,
+                mutation)
         stats += st
         code = 0
         if T == 0:
@@ -122,7 +124,7 @@ INSTANCES = {
 }
 
 
-def _run(instance, T, a1, a2, g0, mutation, seed):
+def _run(instance, T, a1, a2, g0, mutation, seed, n_scans=0):
     rows, cols, m, I, J = INSTANCES[instance]
     offsets = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
     M = int(offsets[-1])
@@ -134,7 +136,7 @@ def _run(instance, T, a1, a2, g0, mutation, seed):
     index = {_code(s, base): n for n, s in enumerate(states)}
     z0 = np.zeros(M, np.int64)
     codes, stats = _chain_codes(np.random.default_rng(seed), rows, cols, offsets, z0, I, J,
-                                a1, a2, g0, T, N_SAMPLES, THIN, mutation)
+                                a1, a2, g0, T, N_SAMPLES, THIN, n_scans, mutation)
     counts = np.bincount(np.array([index[c] for c in codes]), minlength=len(states))
     p, cells = _pooled_p(counts, probs)
     return p, cells, stats
@@ -158,11 +160,12 @@ EXACT_CASES = [   # (instance, T (0 = IDEPM), alpha1, alpha2, gamma0)
 
 
 # ---------------------------------------------------------------------------- (a) exactness
+@pytest.mark.parametrize("n_scans", [0, 2])
 @pytest.mark.parametrize("instance, T, a1, a2, g0", EXACT_CASES)
-def test_moves_leave_the_exact_conditional_invariant(instance, T, a1, a2, g0):
-    p, cells, stats = _run(instance, T, a1, a2, g0, 0, 12345)
-    print(f"{instance} T={T} alpha=({a1}, {a2}) gamma0={g0}: chi2 p = {p:.4g} ({cells} cells), "
-          f"stats {stats.tolist()}")
+def test_moves_leave_the_exact_conditional_invariant(instance, T, a1, a2, g0, n_scans):
+    p, cells, stats = _run(instance, T, a1, a2, g0, 0, 12345, n_scans)
+    print(f"{instance} T={T} alpha=({a1}, {a2}) gamma0={g0} n_scans={n_scans}: chi2 p = {p:.4g} "
+          f"({cells} cells), stats {stats.tolist()}")
     assert stats[moves.SPLIT_ACCEPTED] > 100 and stats[moves.MERGE_ACCEPTED] > 100
     if T > 0:
         assert stats[moves.SPLIT_BLOCKED] > 0           # the K+ = T edge is exercised
@@ -170,21 +173,25 @@ def test_moves_leave_the_exact_conditional_invariant(instance, T, a1, a2, g0):
 
 
 # ------------------------------------------------------------------------------ (b) mutation
-@pytest.mark.parametrize("instance, T, a1, a2, g0, mutation", [
-    # 1: the merge's ratio without q_SA of its reverse split (visible where merges are not
-    #    always accepted anyway); 2: the DEPM without the label-choice factor (1 when T = 2)
-    ("3x2_M5", 0, 0.05, 0.05, 1.0, 1),
-    ("2x2_M6", 0, 0.05, 1.0, 0.3, 1),
-    ("3x2_M5", 0, 0.5, 2.0, 20.0, 1),
-    ("3x2_M5", 3, 0.05, 0.05, 2.0, 1),
-    ("2x2_M6", 2, 0.05, 1.0, 0.5, 1),
-    ("3x2_M5", 3, 1.0, 1.0, 1.0, 2),
-    ("3x2_M5", 3, 0.5, 2.0, 10.0, 2),
+@pytest.mark.parametrize("instance, T, a1, a2, g0, mutation, n_scans", [
+    # 1: the merge's ratio without the probability of its reverse split (visible where merges
+    #    are not always accepted anyway); 2: the DEPM without the label-choice factor (1 when
+    #    T = 2)
+    ("3x2_M5", 0, 0.05, 0.05, 1.0, 1, 0),
+    ("2x2_M6", 0, 0.05, 1.0, 0.3, 1, 0),
+    ("3x2_M5", 0, 0.5, 2.0, 20.0, 1, 0),
+    ("3x2_M5", 3, 0.05, 0.05, 2.0, 1, 0),
+    ("2x2_M6", 2, 0.05, 1.0, 0.5, 1, 0),
+    ("3x2_M5", 3, 1.0, 1.0, 1.0, 2, 0),
+    ("3x2_M5", 3, 0.5, 2.0, 10.0, 2, 0),
+    ("3x2_M5", 0, 0.05, 0.05, 1.0, 1, 2),
+    ("2x2_M6", 2, 0.05, 1.0, 0.5, 1, 2),
+    ("3x2_M5", 3, 0.5, 2.0, 10.0, 2, 2),
 ])
-def test_a_wrong_ratio_fails(instance, T, a1, a2, g0, mutation):
-    p, cells, stats = _run(instance, T, a1, a2, g0, mutation, 12345)
-    print(f"mutation {mutation}: {instance} T={T} alpha=({a1}, {a2}) gamma0={g0}: "
-          f"chi2 p = {p:.3g} ({cells} cells)")
+def test_a_wrong_ratio_fails(instance, T, a1, a2, g0, mutation, n_scans):
+    p, cells, stats = _run(instance, T, a1, a2, g0, mutation, 12345, n_scans)
+    print(f"mutation {mutation}: {instance} T={T} alpha=({a1}, {a2}) gamma0={g0} "
+          f"n_scans={n_scans}: chi2 p = {p:.3g} ({cells} cells)")
     assert p < P_BAD, p
 
 
@@ -253,7 +260,7 @@ def test_customer_index_stays_consistent(T):
     zz = z.copy()
     K, st, buf, start, size = moves._split_merge_core(np.random.default_rng(6), ci, cj, zz, n_labels,
                                                       30, 40, 30, 40, 1.0, 1.0, log_c1, a_c, T,
-                                                      3000, 0)
+                                                      3000, 2, 0, np.empty(0))
     assert st[moves.MERGE_ACCEPTED] > 3 * M // 10          # the buffer was compacted
     for k in range(n_labels):
         members = np.sort(buf[start[k]:start[k] + size[k]])

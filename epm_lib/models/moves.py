@@ -103,10 +103,12 @@ from scipy.special import gammaln
 
 from .idepm import seat_counts
 
-__all__ = ["DEFAULT_N_PROPOSALS", "split_merge_idepm", "split_merge_depm", "log_seating_target"]
+__all__ = ["DEFAULT_N_PROPOSALS", "DEFAULT_N_SCANS", "split_merge_idepm", "split_merge_depm", "log_seating_target"]
 
 #: default number of proposals per call (about the cost of one Gibbs sweep on MovieLens100K)
 DEFAULT_N_PROPOSALS = 20
+#: default number of restricted Gibbs scans per proposal (0: the sequential allocation alone)
+DEFAULT_N_SCANS = 5
 
 # indices into the statistics returned by the moves
 SPLIT_PROPOSED, SPLIT_ACCEPTED, MERGE_PROPOSED, MERGE_ACCEPTED, SPLIT_BLOCKED = range(5)
@@ -169,20 +171,163 @@ def _compact(buf, start, size):
 
 
 # ---------------------------------------------------------------------------------------------
+# The passes over the customers of S (scratch counts c1*, c2* of S1 and S2 per row and column)
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _atom_factor_table(n_max, a_c, Ia1, Ja2):
+    """g[n] = (a_c + n)/((I a1 + n)(J a2 + n)), the atom part of (*), for n = 0..n_max."""
+    g = np.empty(n_max + 1)
+    for n in range(n_max + 1):
+        g[n] = (a_c + n) / ((Ia1 + n) * (Ja2 + n))
+    return g
+
+
+# Products of many weights are kept as a double and a log: the double is folded into the log
+# when it leaves [1e-100, 1e100] (so no division or log per customer).
+@njit(cache=True, inline="always")
+def _fold(x, log_x):
+    if x < 1e-100 or x > 1e100:
+        return 1.0, log_x + math.log(x)
+    return x, log_x
+
+
+@njit(cache=True)
+def _allocate(rng, oi, oj, m, side, forced, c1i, c2i, c1j, c2j, alpha1, alpha2, g, want_q):
+    """Sequential allocation of the customers ``0..m-1`` of S (rows ``oi``, columns ``oj``) to S1
+    or S2, whose counts hold the anchors only. ``forced``: the sides are read from ``side``
+    (replay); else drawn and written there. Returns ``(ln prod (w_S1 + w_S2)/w_S12, ln q_SA, n1,
+    n2)``, ln q_SA only if ``want_q``; the counts are left those of S1 and S2."""
+    n1 = 1
+    n2 = 1
+    p_sum, l_sum = 1.0, 0.0        # prod (w_S1 + w_S2)
+    p_12, l_12 = 1.0, 0.0          # prod w_S12
+    p_ch, l_ch = 1.0, 0.0          # prod w_chosen
+    for t in range(m):
+        i = oi[t]
+        j = oj[t]
+        x1i = c1i[i]
+        x2i = c2i[i]
+        x1j = c1j[j]
+        x2j = c2j[j]
+        w1 = g[n1] * (alpha1 + x1i) * (alpha2 + x1j)
+        w2 = g[n2] * (alpha1 + x2i) * (alpha2 + x2j)
+        wsum = w1 + w2
+        p_sum *= wsum
+        p_12 *= g[n1 + n2] * (alpha1 + x1i + x2i) * (alpha2 + x1j + x2j)
+        if forced:
+            to2 = side[t] == 1
+        else:
+            to2 = rng.random() * wsum >= w1
+            side[t] = 1 if to2 else 0
+        if to2:
+            c2i[i] = x2i + 1.0
+            c2j[j] = x2j + 1.0
+            n2 += 1
+            if want_q:
+                p_ch *= w2
+        else:
+            c1i[i] = x1i + 1.0
+            c1j[j] = x1j + 1.0
+            n1 += 1
+            if want_q:
+                p_ch *= w1
+        p_sum, l_sum = _fold(p_sum, l_sum)
+        p_12, l_12 = _fold(p_12, l_12)
+        p_ch, l_ch = _fold(p_ch, l_ch)
+    l_sum += math.log(p_sum)
+    log_q = l_ch + math.log(p_ch) - l_sum if want_q else 0.0
+    return l_sum - l_12 - math.log(p_12), log_q, n1, n2
+
+
+@njit(cache=True)
+def _scan(rng, oi, oj, m, side, target, forced, n1, n2, c1i, c2i, c1j, c2j, alpha1, alpha2, g):
+    """One restricted Gibbs scan (Jain & Neal 2004): each customer ``t = 0..m-1`` of S in turn
+    leaves its side and is put in S1 or S2 with probability proportional to w_S1, w_S2 of (*)
+    (the anchors never move); ``forced``: it is put at ``target[t]`` instead. Updates ``side``
+    and the counts; returns ``(ln q, n1, n2)``, q the probability of the scan's outcome."""
+    p_ch, l_ch = 1.0, 0.0
+    p_sum, l_sum = 1.0, 0.0
+    for t in range(m):
+        i = oi[t]
+        j = oj[t]
+        if side[t] == 1:
+            c2i[i] -= 1.0
+            c2j[j] -= 1.0
+            n2 -= 1
+        else:
+            c1i[i] -= 1.0
+            c1j[j] -= 1.0
+            n1 -= 1
+        w1 = g[n1] * (alpha1 + c1i[i]) * (alpha2 + c1j[j])
+        w2 = g[n2] * (alpha1 + c2i[i]) * (alpha2 + c2j[j])
+        wsum = w1 + w2
+        if forced:
+            to2 = target[t] == 1
+        else:
+            to2 = rng.random() * wsum >= w1
+        p_sum *= wsum
+        if to2:
+            p_ch *= w2
+            side[t] = 1
+            c2i[i] += 1.0
+            c2j[j] += 1.0
+            n2 += 1
+        else:
+            p_ch *= w1
+            side[t] = 0
+            c1i[i] += 1.0
+            c1j[j] += 1.0
+            n1 += 1
+        p_sum, l_sum = _fold(p_sum, l_sum)
+        p_ch, l_ch = _fold(p_ch, l_ch)
+    return l_ch + math.log(p_ch) - l_sum - math.log(p_sum), n1, n2
+
+
+@njit(cache=True)
+def _unwind(oi, oj, m, side, n1, n2, c1i, c2i, c1j, c2j, alpha1, alpha2, g):
+    """Remove the customers ``m-1..0`` of S from their sides (the counts are left holding the
+    anchors only) and return sum ln(w_side/w_S12), so that, by (*),
+    ln pi(S1) pi(S2)/pi(S1 u S2) = ln pi({s2}) - ln w_{s1}(s2) + the returned sum."""
+    p_s, l_s = 1.0, 0.0
+    p_12, l_12 = 1.0, 0.0
+    for t in range(m - 1, -1, -1):
+        i = oi[t]
+        j = oj[t]
+        if side[t] == 1:
+            c2i[i] -= 1.0
+            c2j[j] -= 1.0
+            n2 -= 1
+            p_s *= g[n2] * (alpha1 + c2i[i]) * (alpha2 + c2j[j])
+        else:
+            c1i[i] -= 1.0
+            c1j[j] -= 1.0
+            n1 -= 1
+            p_s *= g[n1] * (alpha1 + c1i[i]) * (alpha2 + c1j[j])
+        p_12 *= g[n1 + n2] * (alpha1 + c1i[i] + c2i[i]) * (alpha2 + c1j[j] + c2j[j])
+        p_s, l_s = _fold(p_s, l_s)
+        p_12, l_12 = _fold(p_12, l_12)
+    return l_s + math.log(p_s) - l_12 - math.log(p_12)
+
+
+# ---------------------------------------------------------------------------------------------
 # The proposals
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True)
 def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, alpha2, log_c1, a_c,
-                      T, n_proposals, mutation):
+                      T, n_proposals, n_scans, mutation, trace):
     """``n_proposals`` split-merge proposals on the labels ``z`` (changed in place).
 
     Labels are ``0..n_labels-1``, of which the empty ones form the pool of free labels. ``T = 0``:
     IDEPM (a split takes the last free label, no label factor); ``T > 0``: DEPM with
     ``n_labels = T`` (a split draws its label uniformly from the T - K+ empty ones, with the
-    factor of the module docstring). ``log_c1`` = ln C(1), ``a_c`` as in (*).
+    factor of the module docstring). ``log_c1`` = ln C(1), ``a_c`` as in (*). ``n_scans``: 0,
+    the sequential allocation is the proposal (Dahl); s >= 1, it is the launch, followed by s - 1
+    intermediate restricted Gibbs scans, and the proposal is one more scan (Jain & Neal).
 
     ``mutation`` (tests only; 0 = the exact move): 1 drops the reverse-proposal probability
-    q_SA from the merge's ratio; 2 drops the label-choice factor of the DEPM.
+    (q_SA, or q of the final scan) from the merge's ratio; 2 drops the label-choice factor of
+    the DEPM. ``trace``: float64 array; if it has n_proposals entries, the log acceptance ratio
+    of each proposal is written there (NaN for a blocked split), for diagnostics.
     Returns ``(K+, stats, buf, start, size)`` (the last three: the index of customers by label,
     for tests).
     """
@@ -201,16 +346,19 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
     Kp = n_labels - n_pool
     if M < 2:
         return Kp, stats, buf, start, size
-    Ia1 = I * alpha1
-    Ja2 = J * alpha2
+    g = _atom_factor_table(M + 1, a_c, I * alpha1, J * alpha2)
     log_c1_IJ = log_c1 - math.log(I) - math.log(J)
     c1i = np.zeros(n_rows)
     c2i = np.zeros(n_rows)
     c1j = np.zeros(n_cols)
     c2j = np.zeros(n_cols)
     order = np.empty(M, np.int64)
+    oi = np.empty(M, np.int64)
+    oj = np.empty(M, np.int64)
     side = np.empty(M, np.int8)
-    for _ in range(n_proposals):
+    cur = np.empty(M, np.int8)
+    record = trace.shape[0] >= n_proposals
+    for it in range(n_proposals):
         s1 = int(rng.random() * M)
         if s1 >= M:
             s1 = M - 1
@@ -226,6 +374,8 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
             stats[SPLIT_PROPOSED] += 1
             if n_pool == 0:                  # DEPM with K+ = T (the IDEPM always has a free label)
                 stats[SPLIT_BLOCKED] += 1
+                if record:
+                    trace[it] = np.nan
                 continue
         else:
             stats[MERGE_PROPOSED] += 1
@@ -251,7 +401,12 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
             tmp = order[t]
             order[t] = order[u]
             order[u] = tmp
-        # the pass (**): sequential allocation (split) or its forced replay (merge)
+        for t in range(m):
+            c = order[t]
+            oi[t] = ci[c]
+            oj[t] = cj[c]
+            if not split:
+                cur[t] = 1 if z[c] == k2 else 0
         i1 = ci[s1]
         j1 = cj[s1]
         i2 = ci[s2]
@@ -260,74 +415,51 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
         c1j[j1] += 1.0
         c2i[i2] += 1.0
         c2j[j2] += 1.0
-        n1 = 1.0
-        n2 = 1.0
-        g1 = (a_c + 1.0) / ((Ia1 + 1.0) * (Ja2 + 1.0))
-        g2 = g1
-        g12 = (a_c + 2.0) / ((Ia1 + 2.0) * (Ja2 + 2.0))
-        w_first = g1 * (alpha1 + (1.0 if i1 == i2 else 0.0)) * (alpha2 + (1.0 if j1 == j2 else 0.0))
+        w_first = g[1] * (alpha1 + (1.0 if i1 == i2 else 0.0)) * (alpha2 + (1.0 if j1 == j2 else 0.0))
         log_r = log_c1_IJ - math.log(w_first)
-        prod = 1.0
-        log_q = 0.0
-        for t in range(m):
-            c = order[t]
-            i = ci[c]
-            j = cj[c]
-            x1i = c1i[i]
-            x2i = c2i[i]
-            x1j = c1j[j]
-            x2j = c2j[j]
-            w1 = g1 * (alpha1 + x1i) * (alpha2 + x1j)
-            w2 = g2 * (alpha1 + x2i) * (alpha2 + x2j)
-            w12 = g12 * (alpha1 + x1i + x2i) * (alpha2 + x1j + x2j)
-            wsum = w1 + w2
-            prod *= wsum / w12
-            if split:
-                to2 = rng.random() * wsum >= w1
-            else:
-                to2 = z[c] == k2
-            if mutation == 1:
-                log_q += math.log((w2 if to2 else w1) / wsum)
-            if to2:
-                c2i[i] = x2i + 1.0
-                c2j[j] = x2j + 1.0
-                n2 += 1.0
-                g2 = (a_c + n2) / ((Ia1 + n2) * (Ja2 + n2))
-                side[t] = 1
-            else:
-                c1i[i] = x1i + 1.0
-                c1j[j] = x1j + 1.0
-                n1 += 1.0
-                g1 = (a_c + n1) / ((Ia1 + n1) * (Ja2 + n1))
-                side[t] = 0
-            n12 = n1 + n2
-            g12 = (a_c + n12) / ((Ia1 + n12) * (Ja2 + n12))
-            if prod > 1e150 or prod < 1e-150:
-                log_r += math.log(prod)
-                prod = 1.0
-        log_r += math.log(prod)
-        # reset the scratch counts through the customers touched
+        if n_scans == 0:
+            # (**): the sequential allocation is the proposal (drawn, or replayed for a merge)
+            if not split:
+                side[:m] = cur[:m]
+            lsum, log_q, n1, n2 = _allocate(rng, oi, oj, m, side, not split, c1i, c2i, c1j, c2j,
+                                            alpha1, alpha2, g, mutation == 1)
+            log_r += lsum                       # = ln pi(S1)pi(S2)/pi(S) - ln q_SA
+            log_pi = log_r + log_q              # (only used by the mutation)
+            for t in range(m):
+                c1i[oi[t]] = 0.0
+                c2i[oi[t]] = 0.0
+                c1j[oj[t]] = 0.0
+                c2j[oj[t]] = 0.0
+        else:
+            # the launch: sequential allocation and n_scans - 1 restricted Gibbs scans (drawn, for
+            # a merge as for a split); the proposal: one more scan, replayed for a merge
+            _, _, n1, n2 = _allocate(rng, oi, oj, m, side, False, c1i, c2i, c1j, c2j,
+                                     alpha1, alpha2, g, False)
+            for _s in range(n_scans - 1):
+                _, n1, n2 = _scan(rng, oi, oj, m, side, cur, False, n1, n2, c1i, c2i, c1j, c2j,
+                                  alpha1, alpha2, g)
+            log_q, n1, n2 = _scan(rng, oi, oj, m, side, cur, not split, n1, n2, c1i, c2i, c1j,
+                                  c2j, alpha1, alpha2, g)
+            log_pi = log_r + _unwind(oi, oj, m, side, n1, n2, c1i, c2i, c1j, c2j, alpha1, alpha2,
+                                     g)
+            log_r = log_pi - log_q
         c1i[i1] = 0.0
         c1j[j1] = 0.0
         c2i[i2] = 0.0
         c2j[j2] = 0.0
-        for t in range(m):
-            c = order[t]
-            c1i[ci[c]] = 0.0
-            c2i[ci[c]] = 0.0
-            c1j[cj[c]] = 0.0
-            c2j[cj[c]] = 0.0
-        # log_r = ln pi(split)/pi(merged) - ln q_SA; the acceptance of a merge uses -log_r
+        # log_r = ln pi(split)/pi(merged) - ln q(split); the acceptance of a merge uses -log_r
         if split:
             log_a = log_r
             if T > 0 and mutation != 2:
                 log_a += math.log(n_pool)
         else:
             log_a = -log_r
-            if mutation == 1:                 # wrong on purpose: q_SA of the reverse split dropped
-                log_a -= log_q
+            if mutation == 1:                 # wrong on purpose: q of the reverse split dropped
+                log_a = -log_pi
             if T > 0 and mutation != 2:
                 log_a -= math.log(n_pool + 1)
+        if record:
+            trace[it] = log_a
         if not (log_a >= 0.0 or math.log(rng.random()) < log_a):
             continue
         if split:
@@ -395,14 +527,15 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
 
 @njit(cache=True)
 def _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2, gamma0,
-                       n_proposals, mutation):
+                       n_proposals, n_scans, mutation):
     K = n_k.shape[0]
     M = z.shape[0]
     n_labels = min(K + n_proposals, max(M, K)) + 1
     ci, cj = _customer_cells(rows, cols, offsets)
     zz = z.copy()
-    Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, n_labels, n_ik.shape[0], n_jk.shape[0], I, J,
-                                  alpha1, alpha2, math.log(gamma0), 0.0, 0, n_proposals, mutation)
+    Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, n_labels, n_ik.shape[0], n_jk.shape[0],
+                                           I, J, alpha1, alpha2, math.log(gamma0), 0.0, 0,
+                                           n_proposals, n_scans, mutation, np.empty(0))
     # labels -> 0..K+-1, in increasing order of the old label
     used = np.zeros(n_labels, np.bool_)
     for s in range(M):
@@ -421,7 +554,7 @@ def _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha
 
 @njit(cache=True)
 def split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2, gamma0,
-                      n_proposals=DEFAULT_N_PROPOSALS):
+                      n_proposals=DEFAULT_N_PROPOSALS, n_scans=DEFAULT_N_SCANS):
     """``n_proposals`` split-merge Metropolis-Hastings moves of the IDEPM's seating (Theorem 4).
 
     Takes the seating ``(offsets, z)`` (labels 0..K+-1, all in use) with its int64 counts
@@ -433,24 +566,25 @@ def split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1
     proposal leaves P(z | m, h) invariant; see the module docstring for the ratio.
     """
     return _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2,
-                              gamma0, n_proposals, 0)
+                              gamma0, n_proposals, n_scans, 0)
 
 
 @njit(cache=True)
 def _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2, gamma0, T,
-                      n_proposals, mutation):
+                      n_proposals, n_scans, mutation):
     ci, cj = _customer_cells(rows, cols, offsets)
     zz = z.copy()
     a = gamma0 / T
     Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, T, m_ik.shape[0], m_jk.shape[0], I, J,
-                                  alpha1, alpha2, math.log(a), a, T, n_proposals, mutation)
+                                           alpha1, alpha2, math.log(a), a, T, n_proposals, n_scans,
+                                           mutation, np.empty(0))
     x, y, w = seat_counts(rows, cols, offsets, zz, m_ik.shape[0], m_jk.shape[0], T)
     return zz, x, y, w, Kp, stats
 
 
 @njit(cache=True)
 def split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2, gamma0, T,
-                     n_proposals=DEFAULT_N_PROPOSALS):
+                     n_proposals=DEFAULT_N_PROPOSALS, n_scans=DEFAULT_N_SCANS):
     """``n_proposals`` split-merge Metropolis-Hastings moves of the truncated DEPM's labels (Eq. 41).
 
     ``z`` holds labels in 0..T-1 and ``m_ik`` (I' x T), ``m_jk`` (J' x T), ``m_k`` (T) its int64
@@ -462,7 +596,7 @@ def split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1,
     (new arrays; ``stats`` as for ``split_merge_idepm``, plus the blocked splits).
     """
     return _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2,
-                             gamma0, T, n_proposals, 0)
+                             gamma0, T, n_proposals, n_scans, 0)
 
 
 # ---------------------------------------------------------------------------------------------
