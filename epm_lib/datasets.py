@@ -31,6 +31,7 @@ Errors are :class:`DataError` (a ``ValueError``); a missing file raises
 from __future__ import annotations
 
 import bz2
+import codecs
 import csv
 import gzip
 import hashlib
@@ -231,8 +232,9 @@ def _sha256_file(path: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Parsing delimited text: a vectorised fast path for numeric tables, a line-by-line slow path
-# that handles everything else and names the first malformed line.
+# Parsing delimited text. load_file reads tables with pandas' C parser (_table_parse), MovieLens
+# with a vectorised numeric fast path (_fast_numeric); when either finds anything irregular, a
+# line-by-line slow path (_split_lines) reads the file again and names the first malformed line.
 # ---------------------------------------------------------------------------------------------
 _WHITESPACE = np.array([9, 11, 12, 13, 32], dtype=np.uint8)     # \t \v \f \r space (not \n)
 
@@ -326,7 +328,12 @@ def _decode(body: bytes) -> str:
 
 
 def _split_fields(line: str, sep: str | None) -> list[str]:
-    fields = line.split() if sep is None else [f.strip() for f in line.strip("\r\n").split(sep)]
+    if sep is None:
+        fields = line.split()
+    elif len(sep) == 1 and sep != '"' and '"' in line:   # a quoted field may hold the separator
+        fields = [f.strip() for f in next(csv.reader([line.strip("\r\n")], delimiter=sep), [""])]
+    else:
+        fields = [f.strip() for f in line.strip("\r\n").split(sep)]
     return [f[1:-1] if len(f) >= 2 and f[0] == f[-1] == '"' else f for f in fields]
 
 
@@ -376,6 +383,172 @@ def _as_numbers(strings: np.ndarray, dtype, linenos: list[int], where: str, what
             except (ValueError, OverflowError):
                 raise DataError(f"{where}, line {lineno}: {what} {str(s)[:50]!r} is not {kind}") from None
         raise
+
+
+def _strip_bom(body: bytes, where: str) -> bytes:
+    """``body`` without its byte-order mark: UTF-8's is dropped, UTF-16/32 text is re-encoded
+    as UTF-8 (so the first line's first field is what it looks like)."""
+    if body.startswith(codecs.BOM_UTF8):
+        return body[len(codecs.BOM_UTF8):]
+    for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                          (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if body.startswith(bom):
+            try:
+                return body.decode(encoding).encode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataError(f"{where}: starts with a {encoding.upper()} byte-order mark but is "
+                                f"not valid {encoding.upper()} ({e}); save it as UTF-8") from None
+    return body
+
+
+def _not_finite(value: float) -> str:
+    return "is not a number (NaN)" if np.isnan(value) else "is infinite"
+
+
+class _BadId(Exception):
+    """An id that is a number but NaN or infinite (its index in the column)."""
+
+    def __init__(self, index: int):
+        super().__init__(index)
+        self.index = index
+
+
+def _ids_from_strings(strings: np.ndarray) -> np.ndarray:
+    """A column of ids (stripped strings): int64 if every id is an integer (also when written
+    ``1.0`` or ``1e3``), else the strings themselves (labels sorted as strings). Raises
+    :class:`_BadId` for an id that is NaN or infinite in a column of numbers."""
+    try:
+        return strings.astype(np.int64)
+    except (ValueError, OverflowError):
+        pass
+    try:
+        numbers = strings.astype(np.float64)
+    except (ValueError, OverflowError):
+        return strings                                  # names among the ids: string ids
+    bad = np.flatnonzero(~np.isfinite(numbers))
+    if bad.size:
+        raise _BadId(int(bad[0]))
+    if np.all(numbers == np.round(numbers)) and np.all(np.abs(numbers) < 2**53):
+        return numbers.astype(np.int64)
+    return strings
+
+
+def _id_column(strings: np.ndarray, linenos: list[int], where: str, what: str) -> np.ndarray:
+    try:
+        return _ids_from_strings(strings)
+    except _BadId as e:
+        s = strings[e.index]
+        raise DataError(f"{where}, line {linenos[e.index]}: {what} {str(s)[:50]!r} "
+                        f"{_not_finite(float(s))}; ids must be integers or names") from None
+
+
+def _value_column(strings: np.ndarray, linenos: list[int], where: str) -> np.ndarray:
+    values = _as_numbers(strings, np.float64, linenos, where, "value")
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        k = int(bad[0])
+        raise DataError(f"{where}, line {linenos[k]}: value {str(strings[k])[:50]!r} "
+                        f"{_not_finite(values[k])}; every value must be a finite number")
+    return values
+
+
+# Lines pandas must not see: comments (first non-blank character # or %) and lines of only
+# whitespace (pandas skips empty lines, not a lone "\r" or tab). Matched with their leading "\n".
+_COMMENT_OR_BLANK = re.compile(rb"\n[ \t\r\f\v]*(?:[#%][^\n]*)?(?=\n)")
+
+
+def _blank_comment_lines(body: bytes) -> bytes:
+    """``body`` with its comment and whitespace-only lines emptied (line numbers unchanged)."""
+    return _COMMENT_OR_BLANK.sub(b"\n", b"\n" + body + b"\n")[1:]
+
+
+def _is_text(pd, column) -> bool:
+    """Whether a pandas column holds strings (pandas >= 3: a string dtype; before: objects)."""
+    if isinstance(column.dtype, pd.StringDtype):
+        return True
+    return column.dtype == object and pd.api.types.infer_dtype(column, skipna=False) == "string"
+
+
+def _table_ids(pd, column) -> np.ndarray | None:
+    """A pandas column of ids as :func:`_ids_from_strings` reads it, or None if it cannot tell."""
+    kind = column.dtype.kind
+    if kind == "i":
+        return column.to_numpy(dtype=np.int64)
+    if kind == "f":                                      # ids written 1.0, 1e3, ...
+        a = column.to_numpy(dtype=np.float64)
+        if np.all(np.isfinite(a)) and np.all(a == np.round(a)) and np.all(np.abs(a) < 2**53):
+            return a.astype(np.int64)
+        return None
+    if not _is_text(pd, column):
+        return None                                      # bool, uint64 beyond int64, ...
+    s = column.str.strip()
+    quoted = (s.str.len() >= 2) & s.str.startswith('"') & s.str.endswith('"')
+    if quoted.any():
+        s = s.where(~quoted, s.str.slice(1, -1))
+    if (s == "").any():
+        return None                                      # an empty or missing field
+    try:
+        return _ids_from_strings(s.to_numpy(dtype=str))
+    except _BadId:
+        return None
+
+
+def _table_parse(body: bytes, sep: str | None, ncols: int):
+    """Read the data lines ``body`` (the file from its first data line on) with pandas' C
+    parser: ``(ids, values)`` as the line-by-line reader would give them (two id columns, and
+    the finite values or None), or None when anything is irregular (a line with another number
+    of fields, an empty field, a value that is not a finite number, a NaN id, ...): the caller
+    then reads the file line by line, which names the line at fault."""
+    import pandas as pd
+
+    quoting = csv.QUOTE_MINIMAL
+    if sep is None:
+        pd_sep, quoting = r"\s+", csv.QUOTE_NONE
+    elif len(sep) == 1 and sep not in '"\r\n':
+        pd_sep = sep
+    else:                                                # e.g. "::" -> one control byte
+        body, pd_sep, quoting = body.replace(sep.encode(), b"\x1f"), "\x1f", csv.QUOTE_NONE
+    try:
+        body.decode("utf-8")
+        encoding = "utf-8"
+    except UnicodeDecodeError:
+        encoding = "latin-1"                             # as _decode reads it
+    body = body.rstrip(b"\r\n")                         # trailing (CRLF) blank lines
+    cleaned = b"#" in body or b"%" in body or b"\n\r\n" in body
+    if cleaned:
+        body = _blank_comment_lines(body)
+    while True:
+        table = _read_table(pd, body, pd_sep, quoting, encoding, ncols)
+        if table is not None or cleaned:
+            return table
+        if not (body[:1] in (b" ", b"\t", b"\r", b"\v", b"\f")
+                or any(b"\n" + c in body for c in (b" ", b"\t", b"\r", b"\v", b"\f"))):
+            return None                                  # no whitespace-only line to empty
+        body, cleaned = _blank_comment_lines(body), True
+
+
+def _read_table(pd, body, pd_sep, quoting, encoding, ncols):
+    try:
+        df = pd.read_csv(io.BytesIO(body), sep=pd_sep, header=None, index_col=False,
+                         quoting=quoting, na_filter=False, skip_blank_lines=True,
+                         lineterminator="\n", engine="c", low_memory=False, encoding=encoding)
+    except (ValueError, UnicodeDecodeError, pd.errors.EmptyDataError):   # ParserError too
+        return None
+    if df.shape[1] != ncols or len(df) == 0:
+        return None
+    values = None
+    if ncols == 3:                                       # checked first: it is the cheap one
+        if df[2].dtype.kind not in "iuf":
+            return None
+        values = df[2].to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(values)):
+            return None
+    if any(_is_text(pd, df[j]) and (df[j] == "").any() for j in (0, 1)):
+        return None                                      # an empty field, or a line too short
+    ids = [_table_ids(pd, df[j]) for j in (0, 1)]
+    if ids[0] is None or ids[1] is None:
+        return None
+    return ids, values
 
 
 # ---------------------------------------------------------------------------------------------
@@ -698,6 +871,34 @@ def _is_number(s: str) -> bool:
     return True
 
 
+def _is_header(where: str, lines: list, fields: list[list[str]]) -> bool:
+    """Whether the first data line is a header (``header=None``): only when it clearly is one,
+    i.e. every field is a name (not a number, not empty) and either it has three fields (a
+    value column: numbers on every data line) or the next line's fields are all numbers. A line
+    of numbers is data; so is a line with an empty field or three fields with a number among
+    them (names as ids, or a stray token, reported when the line is read). Raises
+    :class:`DataError` when it cannot tell (two fields, not all numbers, not clearly a header)."""
+    (lineno, _, line), first = lines[0], fields[0]
+    number = [_is_number(f) for f in first]
+    if all(number) or "" in first:
+        return False
+    after = fields[1] if len(fields) > 1 else None
+    after_numbers = after is not None and all(_is_number(f) for f in after)
+    if not any(number) and (len(first) == 3 or after_numbers):
+        return True
+    if any(number) and len(first) != 2:
+        return False
+    if any(number):
+        names = ", ".join(repr(f[:30]) for f, n in zip(first, number) if not n)
+        raise DataError(
+            f"{where}, line {lineno}: cannot tell whether {line[:60]!r} is a header: {names} is not "
+            f"a number but the other field is, so it is neither clearly a header (a header has no "
+            f"numbers) nor clearly data; pass header=True or header=False (with header=False, a "
+            f"column whose ids are not all integers is read as strings)")
+    raise DataError(f"{where}: cannot tell whether line {lineno} ({line[:60]!r}) is a header; "
+                    f"pass header=True or header=False")
+
+
 def load_file(path, *, threshold: float | None = None, sep: str | None = None,
               one_based: bool | None = None, shape: tuple[int, int] | None = None,
               header: bool | None = None, square: bool = False, name: str | None = None) -> Dataset:
@@ -705,12 +906,18 @@ def load_file(path, *, threshold: float | None = None, sep: str | None = None,
 
     Two formats:
 
-    - a triplet / edge-list file (CSV, TSV, whitespace; optionally .gz/.bz2/.xz): one line
-      per pair ``row, col`` or ``row, col, value``; blank lines and lines starting with
-      ``#`` or ``%`` are skipped. x_ij = 1 iff some line for (i, j) has value > ``threshold``
-      (``threshold=None``: value != 0; without a value column every listed pair is a one).
+    - a triplet / edge-list file (CSV, TSV, whitespace; optionally .gz/.bz2/.xz; UTF-8 or
+      Latin-1, a byte-order mark is dropped and UTF-16/32 with one is read too): one line per
+      pair ``row, col`` or ``row, col, value``; blank lines and lines starting with ``#`` or
+      ``%`` are skipped wherever they are (a ``#`` after data on a line is not a comment).
+      Fields may be quoted (``"Heat, the film"``). x_ij = 1 iff some line for (i, j) has value
+      > ``threshold`` (``threshold=None``: value != 0; without a value column every listed pair
+      is a one). Every value must be a finite number: an empty, NaN, infinite or non-numeric
+      value, a NaN or infinite id among numeric ids, or a line with another number of fields
+      is a :class:`DataError` naming the file, the line and the field.
     - a Matrix Market file (``.mtx``, ``.mtx.gz``): coordinate or array, pattern, integer or
-      real; the same rule on its values. Its shape is kept and its labels are 1..n.
+      real; the same rule on its values (NaN or infinite values are errors). Its shape is
+      kept and its labels are 1..n.
 
     Parameters
     ----------
@@ -721,12 +928,15 @@ def load_file(path, *, threshold: float | None = None, sep: str | None = None,
     one_based : with ``shape``, ids are indices: row id k is row k - 1 if ``one_based`` else
         row k (default False). Matrix Market is 1-based by definition.
     shape : (n_rows, n_cols). Without it the rows (columns) are the distinct row (column) ids
-        occurring on any line, sorted (numerically if all ids are integers, else as strings),
-        relabelled 0..n-1 with the ids kept as labels. With it, ids must be integers within
-        the shape and all-zero rows/columns are kept.
-    header : whether the first data line is a header; default: detected (with a value column:
-        iff its third field is not a number; without: iff it has a non-numeric field and the
-        next line has none; otherwise pass ``header=`` explicitly).
+        occurring on any line, sorted (numerically if all ids are integers, also written
+        ``1.0`` or ``1e3``, else as strings), relabelled 0..n-1 with the ids kept as labels.
+        With it, ids must be integers within the shape and all-zero rows/columns are kept.
+    header : whether the first data line is a header; default: detected, and only when it
+        clearly is one: every field is a name (not a number, not empty) and it has three
+        fields (a value column) or the next line's fields are all numbers. A line of numbers,
+        or of three fields with a number among them (names as ids, or a stray token such as
+        ``1,2,x``, which is then an error), is data. A two-field first line that is neither
+        (``1,x``; ``a,b`` followed by ``c,d``) is an error: pass ``header=`` explicitly.
     square : rows and columns are the same set of nodes (a directed graph's edge list):
         one sorted label set for both axes.
     name : the Dataset's name (default: the file's name).
@@ -774,6 +984,8 @@ def _load_mtx(path, body, digest, threshold, one_based, shape, square, name) -> 
                             shape=dense.shape) if dense.size else sp.coo_matrix(dense.shape)
     else:
         coo = sp.coo_matrix(M)
+    if field != "pattern" and not np.all(np.isfinite(coo.data)):
+        raise DataError(_mtx_not_finite(path, body))
     if shape is not None and tuple(coo.shape) != shape:
         raise DataError(f"{path}: the file's shape is {coo.shape[0]} x {coo.shape[1]}, "
                         f"but shape={shape} was given")
@@ -794,9 +1006,30 @@ def _load_mtx(path, body, digest, threshold, one_based, shape, square, name) -> 
                          "rows and columns are the file's 1-based indices (labels 1..n)")
 
 
+def _mtx_not_finite(path, body: bytes) -> str:
+    """The message for a Matrix Market file with a NaN or infinite value: its first such line."""
+    size_line_seen = False
+    for lineno, line in enumerate(_decode(body).split("\n"), start=1):
+        tokens = line.split()
+        if not tokens or tokens[0].startswith("%"):
+            continue
+        if not size_line_seen:                         # the line "rows cols [entries]"
+            size_line_seen = True
+            continue
+        try:
+            value = float(tokens[-1])
+        except ValueError:
+            continue
+        if not np.isfinite(value):
+            return (f"{path}, line {lineno}: value {tokens[-1][:50]!r} {_not_finite(value)}; "
+                    f"every value must be a finite number")
+    return f"{path}: a value is NaN or infinite; every value must be a finite number"
+
+
 def _load_triplets(path, body, digest, threshold, sep, one_based, shape, header, square,
                    name) -> Dataset:
     where = str(path)
+    body = _strip_bom(body, where)
     # locate the first data line (skipping blank and comment lines) and, if any, the header
     lines, pos, lineno = [], 0, 0
     while len(lines) < 2 and pos < len(body):
@@ -815,16 +1048,7 @@ def _load_triplets(path, body, digest, threshold, sep, one_based, shape, header,
         sep = None
     fields = [_split_fields(line, sep) for _, _, line in lines]
     if header is None:
-        numeric = [all(_is_number(f) for f in fs) for fs in fields]
-        if numeric[0]:
-            header = False
-        elif len(fields[0]) == 3:                   # a value column: numeric in every data line
-            header = not _is_number(fields[0][2])
-        elif len(lines) > 1 and numeric[1]:
-            header = True
-        else:
-            raise DataError(f"{where}: cannot tell whether line {lines[0][0]} "
-                            f"({lines[0][2][:60]!r}) is a header; pass header=True or header=False")
+        header = _is_header(where, lines, fields)
     data_line = lines[1] if header else lines[0]
     if header and len(lines) < 2:
         raise DataError(f"{where}: no data lines after the header")
@@ -833,22 +1057,14 @@ def _load_triplets(path, body, digest, threshold, sep, one_based, shape, header,
         raise DataError(f"{where}, line {data_line[0]}: expected 2 or 3 fields (row, column[, "
                         f"value]) separated by {_sep_text(sep)}, found {ncols}: "
                         f"{data_line[2][:100]!r}")
-    table = _fast_numeric(body[data_line[1]:], sep, ncols, np.float64)
-    if table is not None and np.all(table[:, :2] == np.round(table[:, :2])) \
-            and np.all(np.abs(table[:, :2]) < 2**53):
-        ids = [table[:, 0].astype(np.int64), table[:, 1].astype(np.int64)]
-        values = table[:, 2] if ncols == 3 else None
-    else:
+    table = _table_parse(body[data_line[1]:], sep, ncols)
+    if table is not None:
+        ids, values = table
+    else:                            # irregular: read line by line, name the line at fault
         rows, linenos = _split_lines(_decode(body), sep, where, data_line[0], (ncols,))
-        ids = []
-        for j, what in ((0, "row id"), (1, "column id")):
-            col = _column(rows, j)
-            try:
-                ids.append(col.astype(np.int64))
-            except (ValueError, OverflowError):
-                ids.append(col)                      # string ids
-        values = (_as_numbers(_column(rows, 2), np.float64, linenos, where, "value")
-                  if ncols == 3 else None)
+        ids = [_id_column(_column(rows, j), linenos, where, what)
+               for j, what in ((0, "row id"), (1, "column id"))]
+        values = _value_column(_column(rows, 2), linenos, where) if ncols == 3 else None
     if values is None and threshold is not None:
         raise ValueError(f"load_file: threshold={threshold} given but {path} has no value column "
                          f"(2 fields per line)")

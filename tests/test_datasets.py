@@ -473,6 +473,8 @@ def test_load_file_matrix_market_dense_and_symmetric(tmp_path):
     ("1,2\n5,1\n", {"shape": (3, 3), "one_based": True}, DataError, "row id 5 is outside 1..3"),
     ("x,2\n", {"shape": (3, 3), "header": False}, DataError, "ids must be integers"),
     ("# only a comment\n", {}, DataError, "no data lines"),
+    ("1,2,3\n1,2,\n", {}, DataError, "line 2: empty field 3"),
+    ("1,2,3\n1,2\n", {}, DataError, "line 2: expected 3 fields separated by ','"),
 ])
 def test_load_file_errors(tmp_path, text, kwargs, exc, needle):
     path = tmp_path / "bad.csv"
@@ -495,6 +497,167 @@ def test_load_file_missing_and_bad_mtx(tmp_path):
     (tmp_path / "bad.mtx").write_text("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 x 3\n")
     with pytest.raises(DataError, match="not a valid Matrix Market file"):
         load_file(tmp_path / "bad.mtx")
+
+
+# ---------------------------------------------------------------------------------------------
+# load_file: hostile input (byte-order marks, comments, stray tokens, NaN and infinite values)
+# ---------------------------------------------------------------------------------------------
+def _ones(ds):
+    """The ones of a Dataset as a set of (row label, column label) pairs."""
+    rows, cols = ds.X.nonzero()
+    return {(ds.row_labels[i].item(), ds.col_labels[j].item()) for i, j in zip(rows, cols)}
+
+
+@pytest.mark.parametrize("suffix, text", [
+    (".csv", "1,2\n3,4\n"),
+    (".csv", "1,2,1\n3,4,1\n"),
+    (".txt", "1 2\n3 4\n"),
+    (".tsv", "# exported by a spreadsheet\n1\t2\n3\t4\n"),
+    (".csv", "source,target\n1,2\n3,4\n"),
+])
+def test_load_file_byte_order_mark_is_stripped(tmp_path, suffix, text):
+    """A UTF-8 byte-order mark (as spreadsheets write) is not part of the first line: the
+    edge on it is kept, its id stays an integer, a comment after it stays a comment."""
+    plain, bom = tmp_path / f"plain{suffix}", tmp_path / f"bom{suffix}"
+    plain.write_text(text)
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    ds, ref = load_file(bom), load_file(plain)
+    assert _ones(ds) == _ones(ref) == {(1, 2), (3, 4)}
+    assert ds.row_labels.dtype.kind == "i" and ds.col_labels.dtype.kind == "i"
+    assert ds.description.replace("bom", "plain") == ref.description
+    assert hashlib.sha256(bom.read_bytes()).hexdigest() in ds.source     # the file as stored
+    gz = tmp_path / f"bom{suffix}.gz"
+    gz.write_bytes(gzip.compress(bom.read_bytes()))
+    assert _ones(load_file(gz)) == {(1, 2), (3, 4)}
+    utf16 = tmp_path / f"utf16{suffix}"
+    utf16.write_text(text, encoding="utf-16")                            # UTF-16 with its BOM
+    assert _ones(load_file(utf16)) == {(1, 2), (3, 4)}
+
+
+@pytest.mark.parametrize("text, line, needle", [
+    ("1,2,x\n3,4,1\n", 1, "value 'x' is not a number"),
+    ("1,2,NA\n3,4,1\n", 1, "value 'NA' is not a number"),
+    ("1,2,1 # the first edge\n3,4,1\n", 1, "value '1 # the first edge' is not a number"),
+    ("1 2 # the first edge\n3 4\n", 1,
+     "expected 2 or 3 fields (row, column[, value]) separated by whitespace, found 6"),
+    ("1,2x\n3,4\n", 1, "'2x'"),
+    ("1,x\n3,4\n", 1, "'x'"),
+])
+def test_load_file_first_data_line_with_a_stray_token_is_not_a_header(tmp_path, text, line, needle):
+    """A first line holding numbers and a stray token (a word, a trailing comment) is not
+    silently skipped as a header: it is an error naming the file, the line and the token."""
+    path = tmp_path / "edges.txt"
+    path.write_text(text)
+    with pytest.raises(DataError) as err:
+        load_file(path)
+    assert f"{path}, line {line}:" in str(err.value) and needle in str(err.value)
+
+
+def test_load_file_stray_token_on_line_one_header_option_decides(tmp_path):
+    path = tmp_path / "edges.csv"
+    path.write_text("1,2x\n3,4\n")
+    with pytest.raises(DataError, match="pass header=True or header=False"):
+        load_file(path)
+    assert _ones(load_file(path, header=False)) == {(1, "2x"), (3, "4")}   # ids read as strings
+    assert _ones(load_file(path, header=True)) == {(3, 4)}
+
+
+def test_load_file_comment_lines_anywhere_and_real_headers(tmp_path):
+    path = tmp_path / "edges.csv"
+    path.write_text("% exported\n1,2\n# a comment\n  # indented comment\n\n3,4\n%% end\n")
+    ds = load_file(path)
+    assert _ones(ds) == {(1, 2), (3, 4)} and "header" not in ds.description
+    for text in ("src,dst\n1,2\n3,4\n", "src,dst,weight\n1,2,1\n3,4,5\n", "# c\nsrc,dst\n1,2\n3,4\n"):
+        path.write_text(text)
+        ds = load_file(path)
+        assert _ones(ds) == {(1, 2), (3, 4)} and "header skipped" in ds.description
+
+
+@pytest.mark.parametrize("text, kwargs, line, needle", [
+    ("1,2,1\n3,4,nan\n", {}, 2, "value 'nan' is not a number (NaN)"),
+    ("1,2,NaN\n3,4,1\n", {}, 1, "value 'NaN' is not a number (NaN)"),
+    ("1,2,1\n3,4,NaN\n", {"threshold": 0}, 2, "value 'NaN' is not a number (NaN)"),
+    ("1,2,1\n3,4,inf\n", {}, 2, "value 'inf' is infinite"),
+    ("1 2 1\n3 4 -Infinity\n", {"threshold": 0}, 2, "value '-Infinity' is infinite"),
+    ("1;2;1\n3;4;1e999\n", {}, 2, "value '1e999' is infinite"),
+    ("1,2\n3,nan\n", {}, 2, "column id 'nan' is not a number (NaN)"),
+    ("1,2\n-inf,4\n", {}, 2, "row id '-inf' is infinite"),
+])
+def test_load_file_nan_and_infinite_values_are_errors(tmp_path, text, kwargs, line, needle):
+    """NaN is not a one (nor, with a threshold, a zero), nor a label; infinite values neither."""
+    path = tmp_path / "data.txt"
+    path.write_text(text)
+    with pytest.raises(DataError) as err:
+        load_file(path, **kwargs)
+    assert f"{path}, line {line}: {needle}" in str(err.value)
+
+
+def test_load_file_nan_deep_in_a_large_file_names_its_line(tmp_path):
+    rng = np.random.default_rng(5)
+    n = 50_000
+    lines = [f"{i},{j},{v}" for i, j, v in zip(rng.integers(0, 500, n).tolist(),
+                                                rng.integers(0, 300, n).tolist(),
+                                                rng.integers(0, 2, n).tolist())]
+    lines[31_415] = "7,8,nan"
+    path = tmp_path / "big.csv.gz"
+    path.write_bytes(gzip.compress(("src,dst,x\n" + "\n".join(lines) + "\n").encode()))
+    with pytest.raises(DataError) as err:
+        load_file(path)
+    assert f"{path}, line 31417: value 'nan' is not a number (NaN)" in str(err.value)
+
+
+@pytest.mark.parametrize("text, line, needle", [
+    ("%%MatrixMarket matrix coordinate real general\n% c\n2 2 2\n1 1 1.0\n2 2 nan\n", 5,
+     "value 'nan' is not a number (NaN)"),
+    ("%%MatrixMarket matrix array real general\n2 1\n1\n-inf\n", 4, "value '-inf' is infinite"),
+])
+def test_load_file_matrix_market_nan_is_an_error(tmp_path, text, line, needle):
+    path = tmp_path / "m.mtx"
+    path.write_text(text)
+    with pytest.raises(DataError) as err:
+        load_file(path)
+    assert f"{path}, line {line}: {needle}" in str(err.value)
+
+
+@pytest.mark.parametrize("body, kwargs", [
+    (b'"alice","Up",4\r\nbob,"Heat, the film",5\r\n\r\ncarol,Up,1\r\n \t\r\n# c#\nal#ce,Up,2\n', {}),
+    (b"10 -3 1.5\n  7\t2 0\n\n% c\n-3 10 2\n", {}),
+    (b"1.0,2,1\n1e1,3,0\n2,+4,1\n007,2,1\n", {"threshold": 0}),
+    (b"caf\xe9,1,1\nna\xefve,2,1\n", {}),
+    (b"1::2::5\n3::4::1\n", {"square": True}),
+    (b"99999999999999999999,1\n2,1\n", {}),
+    (b"a,1\nb,2.5\n", {"header": False}),
+    (b"1,2,1\n3,4,0\n", {"shape": (5, 5), "one_based": True}),
+])
+def test_load_file_table_parser_agrees_with_line_parser(tmp_path, monkeypatch, body, kwargs):
+    """The table parser (pandas) and the line-by-line parser give the same Dataset."""
+    path = tmp_path / "edges.dat"
+    path.write_bytes(body)
+    fast = load_file(path, **kwargs)
+    monkeypatch.setattr(D, "_table_parse", lambda *args: None)
+    slow = load_file(path, **kwargs)
+    assert (fast.X != slow.X).nnz == 0 and fast.description == slow.description
+    assert fast.row_labels.tolist() == slow.row_labels.tolist()
+    assert fast.col_labels.tolist() == slow.col_labels.tolist()
+    assert fast.row_labels.dtype.kind == slow.row_labels.dtype.kind
+
+
+def test_load_file_large_triplet_file_is_fast(tmp_path):
+    rng = np.random.default_rng(6)
+    n = 400_000
+    table = np.column_stack([rng.integers(1, 20_001, n), rng.integers(1, 5_001, n),
+                             rng.integers(1, 6, n)])
+    path = tmp_path / "ratings.csv"
+    path.write_text("user,item,rating\n" + "\n".join(f"{u},{i},{r}" for u, i, r in table.tolist())
+                    + "\n")
+    t0 = time.perf_counter()
+    ds = load_file(path, threshold=3)
+    seconds = time.perf_counter() - t0
+    assert seconds < 4.0, f"loading {n} lines took {seconds:.1f} s"
+    users, r = np.unique(table[:, 0], return_inverse=True)
+    items, c = np.unique(table[:, 1], return_inverse=True)
+    like = table[:, 2] > 3
+    assert fingerprint(ds.X) == fingerprint(D._binary_csr(r[like], c[like], (users.size, items.size)))
 
 
 # ---------------------------------------------------------------------------------------------
