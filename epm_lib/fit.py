@@ -17,13 +17,16 @@ import scipy.sparse as sp
 
 from .distributions import cepm_grid
 from .metrics import bernoulli_tdll, tdauc_pr
-from .models import common, gamma_epm, depm, idepm
+from .models import common, gamma_epm, depm, idepm, moves
 
 __all__ = ["fit", "FitResult", "MODELS", "prepare_matrix", "init_state", "DEFAULT_K_INIT"]
 
 MODELS = ("EPM", "CEPM", "DEPM", "IDEPM")
 #: IDEPM start: customers spread at random over this many atoms (capped at the number of ones).
 DEFAULT_K_INIT = 100
+#: split-merge proposals per iteration of the IDEPM and DEPM (``fit(split_merge=...)``); 0 is the
+#: paper's plain Gibbs sampler, still the default while the book's chapters show its protocol
+DEFAULT_SPLIT_MERGE = 0
 
 
 @dataclass
@@ -44,6 +47,16 @@ class FitResult:
                                   # phi (psi) rows are the rows (columns) state["row_ids"] of X
                                   # (every row with a one or a test entry: usually all)
     settings: dict = field(default_factory=dict)
+    move_stats: np.ndarray | None = None  # (n_iter, 4): splits proposed, accepted, merges proposed,
+                                          # accepted per iteration (zeros without split-merge moves)
+
+    @property
+    def acceptance(self) -> dict:
+        """Acceptance rates of the split and merge proposals over the whole run (NaN if none)."""
+        t = self.move_stats.sum(axis=0) if self.move_stats is not None else np.zeros(4)
+        rate = lambda acc, prop: float(acc / prop) if prop else float("nan")  # noqa: E731
+        return dict(split=rate(t[1], t[0]), merge=rate(t[3], t[2]),
+                    proposals=int(t[0] + t[2]), accepted=int(t[1] + t[3]))
 
     @property
     def K_mean(self) -> float:
@@ -234,7 +247,7 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
 # ----------------------------------------------------------------------------------------------
 
 def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=None,
-        a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None):
+        a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None, split_merge=None):
     """Run a Gibbs sampler of the EPM, CEPM, DEPM (truncated at ``T``) or IDEPM on a binary matrix.
 
     Parameters
@@ -260,6 +273,10 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         or "paper", the m-step of Sec. 4.3 (Eqs. (7)-(8)), which ignores them and
         fails the Geweke test on small matrices (``chapters/15_checking_samplers``).
     e0, f0 : the Gamma(e0, f0) hyperprior of every hyperparameter (Sec. 5: 0.01, 0.01).
+    split_merge : IDEPM and DEPM only: split-merge Metropolis-Hastings proposals per iteration
+        (``models.moves``: moves that change the number of atoms in one step); 0 runs the paper's
+        plain Gibbs sampler. Default ``DEFAULT_SPLIT_MERGE``. ``FitResult.acceptance`` and
+        ``move_stats`` report how many were proposed and accepted.
     """
     if not isinstance(model, str) or model.upper() not in MODELS:
         raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
@@ -279,6 +296,16 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     elif m_step is not None:
         raise ValueError(f"m_step exists only for the IDEPM (its collapsed m-step); the {model} draws its "
                          f"latent counts given its parameters (got m_step={m_step!r})")
+    if model in ("IDEPM", "DEPM"):
+        split_merge = DEFAULT_SPLIT_MERGE if split_merge is None else _check_int("split_merge", split_merge, 0)
+        if split_merge and model == "IDEPM" and m_step == "paper":
+            raise ValueError("split_merge moves need the exact m-step (m_step='exact'): the paper's "
+                             "m-step is not a valid kernel of Theorem 4's posterior")
+    elif split_merge is not None:
+        raise ValueError(f"split_merge exists only for the IDEPM and DEPM (moves on their collapsed "
+                         f"seating); the {model} has none (got split_merge={split_merge!r})")
+    else:
+        split_merge = 0
     if model == "IDEPM":
         if T is not None:
             raise ValueError("the IDEPM is not truncated: T must be None")
@@ -338,6 +365,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         rng_pred = rng.spawn(1)[0]
     grid = cepm_grid()
     paper = a_update == "paper"
+    # per iteration: splits proposed, splits accepted, merges proposed, merges accepted
+    move_stats = np.zeros((n_iter, 4), dtype=np.int64)
 
     iterator = range(n_iter)
     if progress:
@@ -364,6 +393,11 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         else:
             offsets, z, *counts, Kp = idepm.idepm_sweep(rng, k_rows, k_cols, st["offsets"], st["z"], *counts,
                                                         I, J, st["h"], e0, f0, m_step == "exact", 1)
+            if split_merge:                  # Metropolis-Hastings split-merge moves (models.moves)
+                z, *counts, Kp, stats = moves.split_merge_idepm(
+                    rng, k_rows, k_cols, offsets, z, *counts, I, J,
+                    *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.GAMMA0]], split_merge)
+                move_stats[it] = stats[:4]
             st.update(offsets=offsets, z=z)
             K[it] = Kp
             M[it] = z.shape[0]
@@ -402,7 +436,9 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         st.update(row_ids=row_ids, col_ids=col_ids)
     st["rows"], st["cols"] = rows, cols
     settings = dict(model=model, T=T, n_iter=n_iter, n_avg=n_avg, seed=seed, K_init=K_init,
-                    a_update=a_update, m_step=m_step, e0=e0, f0=f0, shape=(I, J), nnz=int(rows.size),
+                    a_update=a_update, m_step=m_step, split_merge=split_merge if model in ("IDEPM", "DEPM")
+                    else None, e0=e0, f0=f0, shape=(I, J), nnz=int(rows.size),
                     n_test=0 if test is None else int(test[0].size))
     return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
-                     tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings)
+                     tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings,
+                     move_stats=move_stats)

@@ -16,7 +16,7 @@ from numba import njit
 from ..distributions import sample_ztp, sample_crt, sample_log_beta
 
 __all__ = [
-    "row_dot", "sample_latent_counts", "m_step_error", "link_rates", "crt_sum",
+    "row_dot", "sample_latent_counts", "sample_latent_seating", "seat_counts", "m_step_error", "link_rates", "crt_sum",
     "dirichlet_multinomial_aux", "tdll_from_rates", "split_test", "test_loglik_sum",
 ]
 
@@ -58,6 +58,52 @@ _JK_BUFFER = 4096
 MAX_CUSTOMERS_PER_ONE = 1_000_000
 MAX_CUSTOMERS_TOTAL = 100_000_000
 MAX_CUSTOMERS_PER_ONE_AVG = 100
+
+
+@njit(cache=True, inline="always")
+def _draw_atom(rng, s, P, G, T, ri, cj):
+    """One customer's atom: inversion of the categorical cdf of the weights ri[k] cj[k] (total s),
+    by a binary search over the group sums P (groups of four atoms) and a scan within the group."""
+    if s > 0.0:
+        u = rng.random() * s
+        lo = 0                  # first group g with P[g + 1] > u
+        hi = G
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if P[mid + 1] > u:
+                hi = mid
+            else:
+                lo = mid + 1
+        k0 = 4 * lo
+        k1 = min(k0 + 4, T) if lo < G else T
+        a = P[lo]
+        k = -1
+        for kk in range(k0, k1):
+            a += ri[kk] * cj[kk]
+            if u < a:
+                k = kk
+                break
+        if k < 0 or ri[k] * cj[k] <= 0.0:   # rounding: take the group's last positive weight
+            k = k1 - 1
+            while k > k0 and ri[k] * cj[k] <= 0.0:
+                k -= 1
+        return k
+    return int(rng.random() * T)            # all weights underflowed: the limit is uniform
+
+
+@njit(cache=True, inline="always")
+def _group_sums(ri, cj, P, G, T):
+    """P[g] = sum of the weights ri[k] cj[k] of the groups of four atoms before g; returns the total."""
+    acc = 0.0
+    P[0] = 0.0
+    for g in range(G):
+        k = 4 * g
+        acc += (ri[k] * cj[k] + ri[k + 1] * cj[k + 1]) + (ri[k + 2] * cj[k + 2] + ri[k + 3] * cj[k + 3])
+        P[g + 1] = acc
+    for k in range(4 * G, T):
+        acc += ri[k] * cj[k]
+    P[G + 1] = acc
+    return acc
 
 
 @njit(cache=True)
@@ -104,16 +150,7 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
         j = cols[e]
         ri = Rl[i]
         cj = C[j]
-        acc = 0.0
-        P[0] = 0.0
-        for g in range(G):
-            k = 4 * g
-            acc += (ri[k] * cj[k] + ri[k + 1] * cj[k + 1]) + (ri[k + 2] * cj[k + 2] + ri[k + 3] * cj[k + 3])
-            P[g + 1] = acc
-        for k in range(4 * G, T):
-            acc += ri[k] * cj[k]
-        P[G + 1] = acc
-        s = acc
+        s = _group_sums(ri, cj, P, G, T)
         if not s <= 9.2e18:             # NaN, inf or past int64: the ZTP cannot be drawn
             return -(e + 1)
         n = sample_ztp(rng, s)
@@ -121,31 +158,7 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
         if n > MAX_CUSTOMERS_PER_ONE or M > max_total:
             return -(e + 1)
         for _ in range(n):
-            if s > 0.0:
-                u = rng.random() * s
-                lo = 0                  # first group g with P[g + 1] > u
-                hi = G
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if P[mid + 1] > u:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                k0 = 4 * lo
-                k1 = min(k0 + 4, T) if lo < G else T
-                a = P[lo]
-                k = -1
-                for kk in range(k0, k1):
-                    a += ri[kk] * cj[kk]
-                    if u < a:
-                        k = kk
-                        break
-                if k < 0 or ri[k] * cj[k] <= 0.0:   # rounding: take the group's last positive weight
-                    k = k1 - 1
-                    while k > k0 and ri[k] * cj[k] <= 0.0:
-                        k -= 1
-            else:                       # all weights underflowed: the limit is uniform
-                k = int(rng.random() * T)
+            k = _draw_atom(rng, s, P, G, T, ri, cj)
             m_ik[i, k] += 1
             m_k[k] += 1
             if nb == _JK_BUFFER:
@@ -159,6 +172,56 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     return M
 
 
+@njit(cache=True)
+def sample_latent_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
+    """The m-step of :func:`sample_latent_counts` (the same draws, in the same order) that also
+    keeps each customer's atom, for moves that need the seating (``moves.split_merge_depm``).
+
+    Returns ``(M, offsets, z)``: the customers of the one ``e`` are ``z[offsets[e]:offsets[e+1]]``
+    (M < 0: the guard of :func:`sample_latent_counts` stopped the m-step). Aggregates as there.
+    """
+    I, T = R.shape
+    nnz = rows.shape[0]
+    m_ik[:, :] = 0
+    m_jk[:, :] = 0
+    m_k[:] = 0
+    Rl = np.empty((I, T))
+    for i in range(I):
+        for k in range(T):
+            Rl[i, k] = R[i, k] * lam[k]
+    G = T // 4
+    P = np.empty(G + 2)
+    offsets = np.empty(nnz + 1, dtype=np.int64)
+    offsets[0] = 0
+    z = np.empty(2 * nnz + 16, dtype=np.int64)
+    M = 0
+    max_total = MAX_CUSTOMERS_TOTAL + MAX_CUSTOMERS_PER_ONE_AVG * nnz
+    for e in range(nnz):
+        i = rows[e]
+        j = cols[e]
+        ri = Rl[i]
+        cj = C[j]
+        s = _group_sums(ri, cj, P, G, T)
+        if not s <= 9.2e18:
+            return -(e + 1), offsets, z[:0]
+        n = sample_ztp(rng, s)
+        if n > MAX_CUSTOMERS_PER_ONE or M + n > max_total:
+            return -(e + 1), offsets, z[:0]
+        if M + n > z.shape[0]:
+            bigger = np.empty(2 * (M + n), dtype=np.int64)
+            bigger[:M] = z[:M]
+            z = bigger
+        for _ in range(n):
+            k = _draw_atom(rng, s, P, G, T, ri, cj)
+            z[M] = k
+            M += 1
+            m_ik[i, k] += 1
+            m_jk[j, k] += 1
+            m_k[k] += 1
+        offsets[e + 1] = M
+    return M, offsets, z[:M].copy()
+
+
 def m_step_error(code, rows, cols, model):
     """The ``ValueError`` for a negative return code of :func:`sample_latent_counts` (exploded rates)."""
     e = -int(code) - 1
@@ -169,6 +232,23 @@ def m_step_error(code, rows, cols, model):
         f"sum_k R_ik C_jk lambda_k are absurdly large. This happens when the hyperprior Gamma(e0, f0) puts "
         f"its mass on huge hyperparameters (its mean e0/f0); use the paper's e0 = f0 = 0.01 or keep e0/f0 "
         f"moderate.")
+
+
+@njit(cache=True)
+def seat_counts(rows, cols, offsets, z, I, J, Kcap):
+    """Count arrays n_ik, n_jk, n_k of a seating ``z`` (atom ids < Kcap)."""
+    n_ik = np.zeros((I, Kcap), dtype=np.int64)
+    n_jk = np.zeros((J, Kcap), dtype=np.int64)
+    n_k = np.zeros(Kcap, dtype=np.int64)
+    for e in range(rows.shape[0]):
+        i = rows[e]
+        j = cols[e]
+        for s in range(offsets[e], offsets[e + 1]):
+            k = z[s]
+            n_ik[i, k] += 1
+            n_jk[j, k] += 1
+            n_k[k] += 1
+    return n_ik, n_jk, n_k
 
 
 @njit(cache=True)

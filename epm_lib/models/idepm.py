@@ -45,6 +45,7 @@ import numpy as np
 from numba import njit
 
 from ..distributions import sample_ztp, sample_gamma, sample_dirichlet
+from .common import seat_counts
 from .depm import ALPHA1, ALPHA2, GAMMA0, C0, HYPER_NAMES, sample_concentration
 
 __all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES",
@@ -54,21 +55,6 @@ __all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES",
            "resample_customers", "sample_gamma0_idepm", "sample_c0_idepm", "idepm_sweep"]
 
 
-@njit(cache=True)
-def seat_counts(rows, cols, offsets, z, I, J, Kcap):
-    """Count arrays n_ik, n_jk, n_k of a seating ``z`` (atom ids < Kcap)."""
-    n_ik = np.zeros((I, Kcap), dtype=np.int64)
-    n_jk = np.zeros((J, Kcap), dtype=np.int64)
-    n_k = np.zeros(Kcap, dtype=np.int64)
-    for e in range(rows.shape[0]):
-        i = rows[e]
-        j = cols[e]
-        for s in range(offsets[e], offsets[e + 1]):
-            k = z[s]
-            n_ik[i, k] += 1
-            n_jk[j, k] += 1
-            n_k[k] += 1
-    return n_ik, n_jk, n_k
 
 
 # ---------------------------------------------------------------------------------------------
