@@ -225,10 +225,13 @@ def test_idepm_counts_labels_and_determinism():
     assert set(np.unique(z1)) == set(range(K))           # contiguous labels, all in use
     for x, y in zip((a, b, c), idepm.seat_counts(rows, cols, offsets, z1, I, J, K)):
         assert x.dtype == np.int64 and np.array_equal(x, y)
-    # the default number of proposals
+    # the default: proposals until about the work of a Gibbs sweep, the same as that number given
     out3 = moves.split_merge_idepm(np.random.default_rng(3), *args[:-1])
-    assert out3[5][:4].sum() - out3[5][moves.SPLIT_ACCEPTED] - out3[5][moves.MERGE_ACCEPTED] \
-        == moves.DEFAULT_N_PROPOSALS
+    n_prop = int(out3[5][moves.SPLIT_PROPOSED] + out3[5][moves.MERGE_PROPOSED])
+    assert 1 <= n_prop < moves.WORK_PER_SWEEP * z.size * 6
+    out4 = moves.split_merge_idepm(np.random.default_rng(3), *args[:-1], n_prop)
+    for a, b in zip(out3, out4):
+        assert np.array_equal(a, b)
 
 
 def test_depm_counts_labels_and_determinism():
@@ -260,7 +263,7 @@ def test_customer_index_stays_consistent(T):
     zz = z.copy()
     K, st, buf, start, size = moves._split_merge_core(np.random.default_rng(6), ci, cj, zz, n_labels,
                                                       30, 40, 30, 40, 1.0, 1.0, log_c1, a_c, T,
-                                                      3000, 2, 0, np.empty(0))
+                                                      3000, 2, 0, np.empty((0, 3)))
     assert st[moves.MERGE_ACCEPTED] > 3 * M // 10          # the buffer was compacted
     for k in range(n_labels):
         members = np.sort(buf[start[k]:start[k] + size[k]])

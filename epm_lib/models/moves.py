@@ -103,10 +103,13 @@ from scipy.special import gammaln
 
 from .idepm import seat_counts
 
-__all__ = ["DEFAULT_N_PROPOSALS", "DEFAULT_N_SCANS", "split_merge_idepm", "split_merge_depm", "log_seating_target"]
+__all__ = ["DEFAULT_N_PROPOSALS", "DEFAULT_N_SCANS", "WORK_PER_SWEEP", "split_merge_idepm", "split_merge_depm", "log_seating_target"]
 
-#: default number of proposals per call (about the cost of one Gibbs sweep on MovieLens100K)
-DEFAULT_N_PROPOSALS = 20
+#: default number of proposals per call: -1, as many as fit in the work of about one Gibbs sweep
+DEFAULT_N_PROPOSALS = -1
+#: that work, in customer visits per customer and atom (a Gibbs sweep visits M K+ customer-atom
+#: pairs; a proposal visits its |S| customers n_scans + 4 times); calibrated on MovieLens100K
+WORK_PER_SWEEP = 0.7
 #: default number of restricted Gibbs scans per proposal (0: the sequential allocation alone)
 DEFAULT_N_SCANS = 5
 
@@ -323,11 +326,14 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
     factor of the module docstring). ``log_c1`` = ln C(1), ``a_c`` as in (*). ``n_scans``: 0,
     the sequential allocation is the proposal (Dahl); s >= 1, it is the launch, followed by s - 1
     intermediate restricted Gibbs scans, and the proposal is one more scan (Jain & Neal).
+    ``n_proposals < 0``: proposals until their work, sum of (|S| (n_scans + 4)), reaches
+    ``WORK_PER_SWEEP`` M K+ (K+ at the start of the call), about that of one Gibbs sweep.
 
     ``mutation`` (tests only; 0 = the exact move): 1 drops the reverse-proposal probability
     (q_SA, or q of the final scan) from the merge's ratio; 2 drops the label-choice factor of
-    the DEPM. ``trace``: float64 array; if it has n_proposals entries, the log acceptance ratio
-    of each proposal is written there (NaN for a blocked split), for diagnostics.
+    the DEPM. ``trace``: float64 array (rows, 3); for the proposals ``it`` < rows, row ``it`` gets
+    (log acceptance ratio, 1 for a split / 0 for a merge, |S|) of proposal ``it`` (log ratio
+    NaN for a blocked split), for diagnostics.
     Returns ``(K+, stats, buf, start, size)`` (the last three: the index of customers by label,
     for tests).
     """
@@ -357,8 +363,17 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
     oj = np.empty(M, np.int64)
     side = np.empty(M, np.int8)
     cur = np.empty(M, np.int8)
-    record = trace.shape[0] >= n_proposals
-    for it in range(n_proposals):
+    budget = WORK_PER_SWEEP * M * max(Kp, 1)
+    work = 0.0
+    it = -1
+    while True:
+        it += 1
+        if n_proposals >= 0:
+            if it >= n_proposals:
+                break
+        elif work >= budget:
+            break
+        record = it < trace.shape[0]
         s1 = int(rng.random() * M)
         if s1 >= M:
             s1 = M - 1
@@ -374,33 +389,38 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
             stats[SPLIT_PROPOSED] += 1
             if n_pool == 0:                  # DEPM with K+ = T (the IDEPM always has a free label)
                 stats[SPLIT_BLOCKED] += 1
+                work += size[k1] + 2
                 if record:
-                    trace[it] = np.nan
+                    trace[it, 0] = np.nan
+                    trace[it, 1] = 1.0
+                    trace[it, 2] = size[k1]
                 continue
         else:
             stats[MERGE_PROPOSED] += 1
-        # the other customers of the atom(s), in uniformly random order
+        # the other customers of the atom(s), in uniformly random order (inside-out shuffle)
         m = 0
         st = start[k1]
         for p in range(st, st + size[k1]):
             c = buf[p]
             if c != s1 and c != s2:
-                order[m] = c
+                u = int(rng.random() * (m + 1))
+                if u > m:
+                    u = m
+                order[m] = order[u]
+                order[u] = c
                 m += 1
         if not split:
             st = start[k2]
             for p in range(st, st + size[k2]):
                 c = buf[p]
                 if c != s2:
-                    order[m] = c
+                    u = int(rng.random() * (m + 1))
+                    if u > m:
+                        u = m
+                    order[m] = order[u]
+                    order[u] = c
                     m += 1
-        for t in range(m - 1, 0, -1):
-            u = int(rng.random() * (t + 1))
-            if u > t:
-                u = t
-            tmp = order[t]
-            order[t] = order[u]
-            order[u] = tmp
+        work += (m + 2) * (n_scans + 4)
         for t in range(m):
             c = order[t]
             oi[t] = ci[c]
@@ -459,7 +479,9 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
             if T > 0 and mutation != 2:
                 log_a -= math.log(n_pool + 1)
         if record:
-            trace[it] = log_a
+            trace[it, 0] = log_a
+            trace[it, 1] = 1.0 if split else 0.0
+            trace[it, 2] = m + 2
         if not (log_a >= 0.0 or math.log(rng.random()) < log_a):
             continue
         if split:
@@ -530,12 +552,13 @@ def _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha
                        n_proposals, n_scans, mutation):
     K = n_k.shape[0]
     M = z.shape[0]
-    n_labels = min(K + n_proposals, max(M, K)) + 1
+    # room for every label that can be in use: K+ plus one per split, at most M
+    n_labels = (min(K + n_proposals, max(M, K)) if n_proposals >= 0 else max(M, K)) + 1
     ci, cj = _customer_cells(rows, cols, offsets)
     zz = z.copy()
     Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, n_labels, n_ik.shape[0], n_jk.shape[0],
                                            I, J, alpha1, alpha2, math.log(gamma0), 0.0, 0,
-                                           n_proposals, n_scans, mutation, np.empty(0))
+                                           n_proposals, n_scans, mutation, np.empty((0, 3)))
     # labels -> 0..K+-1, in increasing order of the old label
     used = np.zeros(n_labels, np.bool_)
     for s in range(M):
@@ -562,8 +585,13 @@ def split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1
     dimensions I, J of X and alpha1, alpha2, gamma0 (c0 does not enter: m is fixed). Returns
     ``(z, n_ik, n_jk, n_k, K+, stats)``, new arrays with labels 0..K+-1 (a split adds the label
     K+, a merge removes one and renumbers the larger ones), and ``stats`` = [splits proposed,
-    splits accepted, merges proposed, merges accepted, 0]. ``offsets`` is unchanged. Each
-    proposal leaves P(z | m, h) invariant; see the module docstring for the ratio.
+    splits accepted, merges proposed, merges accepted, 0]. ``offsets`` and the inputs are
+    unchanged. Each proposal leaves P(z | m, h) invariant; see the module docstring for the ratio.
+
+    ``n_proposals``: the number of proposals; negative (the default): as many as fit in about
+    the work of one Gibbs sweep (``WORK_PER_SWEEP``). ``n_scans``: 0, Dahl's sequential
+    allocation is the proposal; s >= 1, it launches s - 1 restricted Gibbs scans and the
+    proposal is one more scan (Jain & Neal), at about (s + 4)/4 times the cost per proposal.
     """
     return _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2,
                               gamma0, n_proposals, n_scans, 0)
@@ -577,7 +605,7 @@ def _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1
     a = gamma0 / T
     Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, T, m_ik.shape[0], m_jk.shape[0], I, J,
                                            alpha1, alpha2, math.log(a), a, T, n_proposals, n_scans,
-                                           mutation, np.empty(0))
+                                           mutation, np.empty((0, 3)))
     x, y, w = seat_counts(rows, cols, offsets, zz, m_ik.shape[0], m_jk.shape[0], T)
     return zz, x, y, w, Kp, stats
 
@@ -594,6 +622,7 @@ def split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1,
     uniformly among the T - K+ empty ones (no split when K+ = T: ``stats[4]`` counts these); a
     merge keeps the label of the first anchor's atom. Returns ``(z, m_ik, m_jk, m_k, K+, stats)``
     (new arrays; ``stats`` as for ``split_merge_idepm``, plus the blocked splits).
+    ``n_proposals`` and ``n_scans`` as for ``split_merge_idepm``.
     """
     return _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2,
                              gamma0, T, n_proposals, n_scans, 0)
