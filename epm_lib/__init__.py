@@ -6,6 +6,7 @@ Modules (one per concern):
 - ``epm_lib.distributions`` numba building blocks: ZTP, CRT, partitions, Dirichlet, grid Gibbs
 - ``epm_lib.models``        the samplers, one module per family (Part II)
 - ``epm_lib.datasets``      the synthetic example and the real data sets
+- ``epm_lib.chains``        several chains from dispersed starts; split-R-hat and ESS (ArviZ)
 """
 import hashlib as _hashlib
 import os as _os
@@ -42,3 +43,4 @@ from . import theory, datasets  # noqa: E402,F401
 __version__ = "0.1.0"
 
 from .fit import fit, FitResult, DEFAULT_K_INIT, MODELS  # noqa: E402,F401
+from .chains import fit_chains, diagnostics  # noqa: E402,F401

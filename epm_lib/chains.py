@@ -1,0 +1,152 @@
+"""Several chains from dispersed starts, and whether they agree: ArviZ's split-R-hat and ESS.
+
+A single chain's K or test likelihood after n sweeps may still say more about where the chain
+started than about the posterior (``chapters/25_idepm_start``). The field's standard check
+(Vehtari, Gelman, Simpson, Carpenter, Buerkner 2021) runs chains from dispersed starts and
+compares them: the rank-normalised split-R-hat is close to 1 only when every chain (and each
+half of it) explores the same distribution, and the bulk and tail effective sample sizes (ESS)
+say how many independent draws the chains are worth. ``fit_chains`` runs the chains (in
+parallel with joblib, each with its own seed) from few and from many atoms (``K_init``) and
+returns their traces as an ArviZ ``InferenceData``; ``diagnostics`` computes R-hat and ESS on
+the part of the chains after a burn-in.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fit import fit, FitResult
+
+__all__ = ["ChainSet", "fit_chains", "to_inference_data", "diagnostics", "TRACE_NAMES"]
+
+#: The quantities traced per iteration, besides the hyperparameters of the model.
+TRACE_NAMES = ("K", "tdll", "M")
+
+
+def _arviz():
+    with warnings.catch_warnings():         # arviz 0.23 announces its refactor on import
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz
+    return arviz
+
+
+@dataclass
+class ChainSet:
+    """What ``fit_chains`` returns: the runs, one per chain, and their traces for ArviZ."""
+    results: list            # FitResult per chain
+    starts: list             # K_init of each chain
+    seeds: list              # seed of each chain
+
+    @property
+    def idata(self):
+        """The traces as an ``arviz.InferenceData`` (group ``posterior``; see ``to_inference_data``)."""
+        return to_inference_data(self.results)
+
+    def diagnostics(self, burn_in=0.5, var_names=None) -> dict:
+        """``diagnostics(self.idata, burn_in, var_names)``."""
+        return diagnostics(self.idata, burn_in=burn_in, var_names=var_names)
+
+    @property
+    def cpu_seconds(self) -> np.ndarray:
+        """Sampler seconds of each chain (``FitResult.seconds[-1]``; one core each)."""
+        return np.array([r.seconds[-1] for r in self.results])
+
+
+def to_inference_data(results):
+    """Traces of several ``FitResult`` of the same model and length as ``arviz.InferenceData``.
+
+    Variables (dimensions ``chain`` x ``draw``): ``K`` (active atoms), ``M`` (customers),
+    ``tdll`` (test-data log likelihood of each iteration's sample; only with a test set) and
+    every hyperparameter (``gamma0``, ``c0``, the alpha's or the a's and b's).
+    """
+    if not results:
+        raise ValueError("no chains given")
+    if any(not isinstance(r, FitResult) for r in results):
+        raise ValueError("results must be FitResult objects (from epm_lib.fit)")
+    n = {r.K.shape[0] for r in results}
+    models = {r.model for r in results}
+    if len(n) != 1 or len(models) != 1:
+        raise ValueError(f"chains must have one model and one length, got models {sorted(models)} and "
+                         f"lengths {sorted(n)}")
+    post = {"K": np.stack([r.K for r in results]).astype(float),
+            "M": np.stack([r.M for r in results]).astype(float)}
+    if all(np.all(np.isfinite(r.tdll_trace)) for r in results):
+        post["tdll"] = np.stack([r.tdll_trace for r in results])
+    for name in results[0].hyper:
+        post[name] = np.stack([r.hyper[name] for r in results])
+    return _arviz().from_dict(posterior=post)
+
+
+def diagnostics(idata, burn_in=0.5, var_names=None) -> dict:
+    """Rank-normalised split-R-hat, bulk and tail ESS of each traced variable (ArviZ).
+
+    ``burn_in``: the fraction (0 <= burn_in < 1) or number of the first draws of every chain
+    left out. Returns ``{name: {"rhat": ..., "ess_bulk": ..., "ess_tail": ...}}``. A variable
+    that is constant across all chains (e.g. K of chains that never left one atom) has no
+    defined R-hat; ArviZ returns NaN for it, which says "no evidence", not "converged".
+    """
+    az = _arviz()
+    post = idata.posterior
+    n_draw = post.sizes["draw"]
+    if isinstance(burn_in, float) and not isinstance(burn_in, bool):
+        if not 0.0 <= burn_in < 1.0:
+            raise ValueError(f"burn_in as a fraction must be in [0, 1), got {burn_in}")
+        skip = int(math.floor(burn_in * n_draw))
+    elif isinstance(burn_in, (int, np.integer)) and not isinstance(burn_in, bool):
+        skip = int(burn_in)
+        if not 0 <= skip < n_draw - 3:
+            raise ValueError(f"burn_in = {skip} leaves fewer than 4 of the {n_draw} draws")
+    else:
+        raise ValueError(f"burn_in must be a fraction or a number of draws, got {burn_in!r}")
+    if n_draw - skip < 4:
+        raise ValueError(f"{n_draw - skip} draws after burn-in: R-hat needs at least 4 per chain")
+    names = list(post.data_vars) if var_names is None else list(var_names)
+    unknown = [v for v in names if v not in post.data_vars]
+    if unknown:
+        raise ValueError(f"unknown variable(s) {unknown}; traced: {list(post.data_vars)}")
+    kept = post[names].isel(draw=slice(skip, None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # constant traces: NaN, see above
+        rhat = az.rhat(kept, method="rank")
+        bulk = az.ess(kept, method="bulk")
+        tail = az.ess(kept, method="tail")
+    return {v: {"rhat": float(rhat[v]), "ess_bulk": float(bulk[v]), "ess_tail": float(tail[v])}
+            for v in names}
+
+
+def _one_chain(X, model, K_init, seed, kwargs):
+    return fit(X, model, K_init=K_init, seed=seed, **kwargs)
+
+
+def fit_chains(X, model, *, starts=(1, 100), seeds=None, n_jobs=1, **fit_kwargs) -> ChainSet:
+    """Run one chain per entry of ``starts`` (their ``K_init``) with its own seed.
+
+    ``starts``: initial numbers of atoms, e.g. ``(1, 1, 100, 100)`` for two chains from one atom
+    and two from a hundred (truncated models: 1 <= K_init <= T; the default ``(1, 100)`` is for
+    the IDEPM). ``seeds``: one per chain (default ``0, 1, ...``); chains must not share a seed.
+    ``n_jobs``: chains run in parallel processes (joblib); every chain's numbers are the same
+    whatever ``n_jobs`` is. Other keyword arguments go to ``epm_lib.fit`` (``T``, ``n_iter``,
+    ``test``, ``split_merge``, ...). Returns a :class:`ChainSet`; ``.diagnostics()`` gives
+    split-R-hat and ESS.
+    """
+    starts = list(starts)
+    if len(starts) < 2:
+        raise ValueError(f"give at least two starts (chains), got {starts}")
+    seeds = list(range(len(starts))) if seeds is None else list(seeds)
+    if len(seeds) != len(starts):
+        raise ValueError(f"give one seed per start: {len(starts)} starts, {len(seeds)} seeds")
+    if len(set(map(repr, seeds))) != len(seeds):
+        raise ValueError(f"chains must have different seeds, got {seeds}")
+    for bad in ("K_init", "seed"):
+        if bad in fit_kwargs:
+            raise ValueError(f"pass {bad} through starts/seeds, not as a keyword")
+    if n_jobs == 1:
+        results = [_one_chain(X, model, k, s, fit_kwargs) for k, s in zip(starts, seeds)]
+    else:
+        from joblib import Parallel, delayed
+        results = Parallel(n_jobs=n_jobs)(delayed(_one_chain)(X, model, k, s, fit_kwargs)
+                                          for k, s in zip(starts, seeds))
+    return ChainSet(results=list(results), starts=starts, seeds=seeds)
