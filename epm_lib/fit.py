@@ -19,7 +19,8 @@ from .distributions import cepm_grid
 from .metrics import bernoulli_tdll, tdauc_pr
 from .models import common, gamma_epm, depm, idepm, moves
 
-__all__ = ["fit", "FitResult", "MODELS", "prepare_matrix", "init_state", "DEFAULT_K_INIT"]
+__all__ = ["fit", "FitResult", "MODELS", "prepare_matrix", "init_state", "DEFAULT_K_INIT",
+           "DEFAULT_SPLIT_MERGE", "concat", "load_result", "CHAIN_STATE"]
 
 MODELS = ("EPM", "CEPM", "DEPM", "IDEPM")
 #: IDEPM start: customers spread at random over this many atoms (capped at the number of ones).
@@ -49,6 +50,43 @@ class FitResult:
     settings: dict = field(default_factory=dict)
     move_stats: np.ndarray | None = None  # (n_iter, 4): splits proposed, accepted, merges proposed,
                                           # accepted per iteration (zeros without split-merge moves)
+
+    def save(self, path):
+        """Write the result (traces, final state, random streams, settings) to ``path`` (.npz),
+        atomically; ``fit(..., resume=path)`` continues the chain, ``load_result`` reads it."""
+        import json
+        import os
+        import tempfile
+        from pathlib import Path
+        path = Path(path)
+        arrays = {"K": self.K, "seconds": self.seconds, "tdll_trace": self.tdll_trace, "M": self.M,
+                  "move_stats": self.move_stats if self.move_stats is not None else np.zeros((0, 4), np.int64)}
+        if self.test_prob is not None:
+            arrays["test_prob"] = self.test_prob
+        arrays.update({f"hyper.{n}": v for n, v in self.hyper.items()})
+        extra = {}
+        for n, v in self.state.items():
+            if isinstance(v, np.ndarray):
+                arrays[f"state.{n}"] = v
+            else:
+                extra[n] = v
+        settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings.items()}
+        meta = dict(model=self.model, T=self.T, tdll=self.tdll, tdauc_pr=self.tdauc_pr,
+                    settings=settings, state_extra=extra)
+        arrays["__meta__"] = np.array(json.dumps(meta, default=int))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return path
 
     @property
     def acceptance(self) -> dict:
@@ -184,6 +222,79 @@ def _check_pos(name, v):
     return float(v)
 
 
+#: the arrays that make up a chain's state, per model (with the random streams, st["rng"], ...)
+CHAIN_STATE = {"EPM": ("U", "V", "lam", "h"), "CEPM": ("U", "V", "lam", "h"),
+               "DEPM": ("phi", "psi", "lam", "h"), "IDEPM": ("offsets", "z", "h")}
+
+
+def _data_digest(I, J, rows, cols, test):
+    """A digest of the training matrix and the test entries (a resumed chain must see the same)."""
+    import hashlib
+    h = hashlib.sha256(np.array([I, J], dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(cols, dtype=np.int64).tobytes())
+    if test is not None:
+        for a in test:
+            h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    return h.hexdigest()[:32]
+
+
+def _check_resume(resume, want):
+    if isinstance(resume, (str, bytes)) or hasattr(resume, "__fspath__"):
+        resume = load_result(resume)
+    if not isinstance(resume, FitResult):
+        raise ValueError(f"resume must be a FitResult or the path of a saved one, got {type(resume).__name__}")
+    if "rng" not in resume.state:
+        raise ValueError("resume: this result carries no random-stream state (made by an older epm_lib)")
+    got = {k: resume.settings.get(k) for k in want}
+    diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+    if diff:
+        names = ", ".join(f"{k} (chain: {a!r}, now: {b!r})" for k, (a, b) in diff.items())
+        raise ValueError(f"resume: the chain was run with other settings or data: {names}")
+    return resume
+
+
+def concat(*results):
+    """Join a chain run in pieces (``fit(..., resume=previous)``) into one ``FitResult``: traces
+    end to end, the last piece's state, test predictions and settings (with ``n_iter`` the total)."""
+    if not results:
+        raise ValueError("nothing to concatenate")
+    for a, b in zip(results, results[1:]):
+        if b.settings.get("start_iter") != a.settings["start_iter"] + a.settings["n_iter"] \
+                or b.settings.get("data_digest") != a.settings.get("data_digest"):
+            raise ValueError("concat: the results are not consecutive pieces of one chain")
+    last = results[-1]
+    cat = lambda name: np.concatenate([getattr(r, name) for r in results])  # noqa: E731
+    settings = dict(last.settings, start_iter=results[0].settings["start_iter"],
+                    n_iter=sum(r.settings["n_iter"] for r in results))
+    return FitResult(model=last.model, T=last.T, K=cat("K"), seconds=cat("seconds"),
+                     tdll_trace=cat("tdll_trace"), test_prob=last.test_prob, tdll=last.tdll,
+                     tdauc_pr=last.tdauc_pr,
+                     hyper={n: np.concatenate([r.hyper[n] for r in results]) for n in last.hyper},
+                     M=cat("M"), state=last.state, settings=settings, move_stats=cat("move_stats"))
+
+
+def load_result(path) -> "FitResult":
+    """A ``FitResult`` written by ``FitResult.save``."""
+    import json
+    from pathlib import Path
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            meta = json.loads(str(f["__meta__"]))
+            arrays = {k: f[k] for k in f.files if k != "__meta__"}
+    except (OSError, ValueError, KeyError) as e:
+        raise ValueError(f"{path}: not a saved FitResult ({e})") from None
+    state = {k[6:]: v for k, v in arrays.items() if k.startswith("state.")}
+    state.update(meta["state_extra"])
+    hyper = {k[6:]: v for k, v in arrays.items() if k.startswith("hyper.")}
+    tp = arrays.get("test_prob")
+    return FitResult(model=meta["model"], T=meta["T"], K=arrays["K"], seconds=arrays["seconds"],
+                     tdll_trace=arrays["tdll_trace"], test_prob=tp, tdll=meta["tdll"],
+                     tdauc_pr=meta["tdauc_pr"], hyper=hyper, M=arrays["M"], state=state,
+                     settings=meta["settings"], move_stats=arrays["move_stats"])
+
+
 def _compact(idx, test_idx, n):
     """The sorted ids of the rows (or columns) used by the ones ``idx`` or by the test entries,
     and both index arrays renumbered 0..n'-1 in that order (unchanged when every id is used)."""
@@ -247,7 +358,7 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
 # ----------------------------------------------------------------------------------------------
 
 def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=None,
-        a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None, split_merge=None):
+        a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None, split_merge=None, resume=None):
     """Run a Gibbs sampler of the EPM, CEPM, DEPM (truncated at ``T``) or IDEPM on a binary matrix.
 
     Parameters
@@ -277,6 +388,12 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         (``models.moves``: moves that change the number of atoms in one step); 0 runs the paper's
         plain Gibbs sampler. Default ``DEFAULT_SPLIT_MERGE``. ``FitResult.acceptance`` and
         ``move_stats`` report how many were proposed and accepted.
+    resume : a ``FitResult`` (or the path of one saved with ``FitResult.save``) to continue: the
+        chain goes on from its final state and random streams for ``n_iter`` more iterations, with
+        the same data, model and options (checked; ``seed`` and ``K_init`` are then not used). The
+        result holds the new iterations only (``settings["start_iter"]`` says where they start;
+        ``seconds`` continues the cumulative clock); joined with ``concat``, the traces of a chain
+        run in pieces equal those of one uninterrupted run, draw for draw.
     """
     if not isinstance(model, str) or model.upper() not in MODELS:
         raise ValueError(f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
@@ -328,6 +445,16 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
 
     rng = np.random.default_rng(seed)
     st = init_state(model, rng, I, J, rows, cols, T=T, K_init=K_init)
+    digest = _data_digest(I, J, rows, cols, test)
+    start_iter, elapsed = 0, 0.0
+    if resume is not None:              # continue a chain: its state and its random streams
+        resume = _check_resume(resume, dict(model=model, T=T, e0=e0, f0=f0, a_update=a_update,
+                                            m_step=m_step, data_digest=digest,
+                                            split_merge=split_merge if model in ("IDEPM", "DEPM") else None))
+        st = {n: np.array(resume.state[n], copy=True) for n in CHAIN_STATE[model]}
+        rng.bit_generator.state = resume.state["rng"]
+        start_iter = resume.settings["start_iter"] + resume.settings["n_iter"]
+        elapsed = float(resume.seconds[-1])
     # The IDEPM's count tables (and its phi, psi) need only the rows and columns that carry ones
     # or test entries: the others hold no customers (a factor 1 in Eq. (5)) and enter the sampler
     # only through I and J. Kernels see compact indices; memory O(nnz + (I' + J') K+).
@@ -363,6 +490,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         # phi, psi, lambda for predictions come from a stream of their own, so that the chain is
         # the same with or without a test set
         rng_pred = rng.spawn(1)[0]
+        if resume is not None:
+            rng_pred.bit_generator.state = resume.state["rng_pred"]
     grid = cepm_grid()
     paper = a_update == "paper"
     # per iteration: splits proposed, splits accepted, merges proposed, merges accepted
@@ -372,7 +501,6 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     if progress:
         from tqdm.auto import tqdm
         iterator = tqdm(iterator, desc=f"{model}" + (f"-{T}" if T else ""), unit="it")
-    elapsed = 0.0
     for it in iterator:
         t0 = time.perf_counter()
         if model in ("EPM", "CEPM"):
@@ -405,6 +533,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
                 # the collapsed chain has no phi, psi, lambda: draw the active atoms' from their
                 # conditional given the seating, for predictions. Timed with the sweep, since every
                 # prediction needs it (the truncated models draw theirs inside the sweep).
+                if test is None:            # the stream as it was before this final draw: a resumed
+                    pred_state = rng_pred.bit_generator.state   # chain then draws the same at its end
                 R, C, lam = idepm.sample_active_parameters(rng_pred, *counts, np.arange(Kp), Kp,
                                                            *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]],
                                                            I, J)
@@ -435,9 +565,12 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         # carry neither a one nor a test entry
         st.update(row_ids=row_ids, col_ids=col_ids)
     st["rows"], st["cols"] = rows, cols
+    st["rng"] = rng.bit_generator.state
+    if model == "IDEPM":
+        st["rng_pred"] = rng_pred.bit_generator.state if test is not None else pred_state
     settings = dict(model=model, T=T, n_iter=n_iter, n_avg=n_avg, seed=seed, K_init=K_init,
                     a_update=a_update, m_step=m_step, split_merge=split_merge if model in ("IDEPM", "DEPM")
-                    else None, e0=e0, f0=f0, shape=(I, J), nnz=int(rows.size),
+                    else None, e0=e0, f0=f0, start_iter=start_iter, data_digest=digest, shape=(I, J), nnz=int(rows.size),
                     n_test=0 if test is None else int(test[0].size))
     return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
                      tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings,

@@ -346,3 +346,52 @@ def test_test_entry_listed_twice_is_refused():
     tl = np.r_[tl, 1 - tl[0]]
     with pytest.raises(ValueError, match=r"test lists 1 entries more than once"):
         fit(X, "DEPM", T=2, n_iter=2, n_avg=1, test=(tr, tc, tl))
+
+
+# ----------------------------------------------------------------------------------------------
+# resumable chains
+# ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model,T,extra", [("EPM", 4, {}), ("CEPM", 4, {}), ("DEPM", 5, {}), ("IDEPM", None, {}),
+                                           ("IDEPM", None, dict(split_merge=3))])
+@pytest.mark.parametrize("with_test", [False, True])
+def test_resumed_chain_equals_uninterrupted(model, T, extra, with_test, tmp_path):
+    X, test = small_problem(6)
+    test = test if with_test else None
+    kw = dict(T=T, n_avg=5, test=test, **extra)
+    full = fit(X, model, n_iter=30, seed=9, **kw)
+    a = fit(X, model, n_iter=12, seed=9, **kw)
+    a.save(tmp_path / "a.npz")
+    b = fit(X, model, n_iter=10, resume=tmp_path / "a.npz", **kw)       # from the saved file
+    c = fit(X, model, n_iter=8, resume=b, **kw)                           # from the object
+    assert b.settings["start_iter"] == 12 and c.settings["start_iter"] == 22
+    j = fit_module.concat(a, b, c)
+    assert np.array_equal(j.K, full.K) and np.array_equal(j.M, full.M)
+    for n in full.hyper:
+        assert np.array_equal(j.hyper[n], full.hyper[n]), n
+    for n in fit_module.CHAIN_STATE[model]:
+        assert np.array_equal(j.state[n], full.state[n]), n
+    for n in ("phi", "psi", "lam") if model == "IDEPM" else ("m_ik", "m_jk", "m_k"):
+        assert np.array_equal(j.state[n], full.state[n]), n
+    if with_test:
+        assert np.array_equal(j.test_prob, full.test_prob) and j.tdll == full.tdll
+        assert np.allclose(j.tdll_trace, full.tdll_trace, rtol=1e-12, atol=0)
+    assert np.all(np.diff(j.seconds) >= 0) and j.settings["n_iter"] == 30
+
+
+def test_resume_refuses_other_settings_or_data(tmp_path):
+    X, test = small_problem(6)
+    a = fit(X, "DEPM", T=4, n_iter=3, n_avg=1, seed=1)
+    with pytest.raises(ValueError, match=r"other settings or data: T \(chain: 4, now: 5\)"):
+        fit(X, "DEPM", T=5, n_iter=3, n_avg=1, resume=a)
+    Y = X.copy()
+    Y[0, 0] = 1 - Y[0, 0]
+    with pytest.raises(ValueError, match="data_digest"):
+        fit(Y, "DEPM", T=4, n_iter=3, n_avg=1, resume=a)
+    with pytest.raises(ValueError, match="model"):
+        fit(X, "EPM", T=4, n_iter=3, n_avg=1, resume=a)
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a saved FitResult"):
+        fit(X, "DEPM", T=4, n_iter=3, n_avg=1, resume=tmp_path / "junk.npz")
+    with pytest.raises(ValueError, match="not consecutive"):
+        fit_module.concat(a, a)
