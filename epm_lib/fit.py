@@ -385,7 +385,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         fails the Geweke test on small matrices (``chapters/15_checking_samplers``).
     e0, f0 : the Gamma(e0, f0) hyperprior of every hyperparameter (Sec. 5: 0.01, 0.01).
     split_merge : IDEPM and DEPM only: split-merge Metropolis-Hastings proposals per iteration
-        (``models.moves``: moves that change the number of atoms in one step); 0 runs the paper's
+        (``models.moves``: moves that change the number of atoms in one step; the DEPM's run
+        between its m-step and its draws of phi, psi, lambda); 0 runs the paper's
         plain Gibbs sampler. Default ``DEFAULT_SPLIT_MERGE``. ``FitResult.acceptance`` and
         ``move_stats`` report how many were proposed and accepted.
     resume : a ``FitResult`` (or the path of one saved with ``FitResult.save``) to continue: the
@@ -512,8 +513,14 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
             K[it] = int(np.count_nonzero(m_k))
             R, C, lam = st["U"], st["V"], st["lam"]
         elif model == "DEPM":
-            M[it] = depm.depm_sweep(rng, rows, cols, st["phi"], st["psi"], st["lam"], st["h"],
-                                    m_ik, m_jk, m_k, e0, f0)
+            if split_merge:
+                sm_stats = np.zeros(5, dtype=np.int64)
+                M[it] = depm.depm_sweep(rng, rows, cols, st["phi"], st["psi"], st["lam"], st["h"],
+                                        m_ik, m_jk, m_k, e0, f0, split_merge, sm_stats)
+                move_stats[it] = sm_stats[:4]
+            else:
+                M[it] = depm.depm_sweep(rng, rows, cols, st["phi"], st["psi"], st["lam"], st["h"],
+                                        m_ik, m_jk, m_k, e0, f0)
             if M[it] < 0:
                 raise common.m_step_error(M[it], rows, cols, model)
             K[it] = int(np.count_nonzero(m_k))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .distributions import cepm_grid
-from .models import gamma_epm, depm, idepm
+from .models import gamma_epm, depm, idepm, moves
 from .models.common import sample_latent_counts  # noqa: F401  (the m-step the sweeps call)
 
 __all__ = ["prior_draws", "successive_draws", "compare", "STATS"]
@@ -147,11 +147,12 @@ def _seating_from_counts(m, rows, cols):
 
 
 def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_update="exact",
-                     m_step="exact"):
+                     m_step="exact", split_merge=0):
     """Successive-conditional simulator: ``n`` alternations of data | parameters and one sweep.
 
     ``a_update="paper"`` (EPM, CEPM) runs the a-updates as printed in the paper;
-    ``m_step="paper"`` (IDEPM) runs the paper's m-step instead of the exact one.
+    ``m_step="paper"`` (IDEPM) runs the paper's m-step instead of the exact one;
+    ``split_merge`` (IDEPM, DEPM): split-merge proposals per sweep (``models.moves``), as in ``fit``.
     """
     rng = np.random.default_rng(seed)
     out = {s: np.empty(n) for s in STATS[model]}
@@ -166,8 +167,11 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
         for t in range(n):
             if rows.size:
                 counts = idepm.seat_counts(rows, cols, offsets, z, I, J, int(z.max()) + 1)
-                offsets, z, *_ = idepm.idepm_sweep(rng, rows, cols, offsets, z, *counts, I, J, h, e0, f0,
-                                                   m_step == "exact", 1)
+                offsets, z, *counts, _ = idepm.idepm_sweep(rng, rows, cols, offsets, z, *counts, I, J, h,
+                                                           e0, f0, m_step == "exact", 1)
+                if split_merge:
+                    z, *_ = moves.split_merge_idepm(rng, rows, cols, offsets, z, *counts, I, J,
+                                                    h[0], h[1], h[2], split_merge)
             else:   # no ones: nothing to seat; the hyperparameters still move
                 idepm_empty_sweep(rng, I, J, h, e0, f0)
             m = _idepm_data(rng, rows, cols, offsets, z, I, J, h)
@@ -185,7 +189,7 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
         _record(out, t, model, h, lam, m, extra)
         rows, cols = _ones(m)
         if model == "DEPM":
-            depm.depm_sweep(rng, rows, cols, R, C, lam, h, m_ik, m_jk, m_k, e0, f0)
+            depm.depm_sweep(rng, rows, cols, R, C, lam, h, m_ik, m_jk, m_k, e0, f0, split_merge)
         else:
             gamma_epm.epm_sweep(rng, rows, cols, R, C, lam, h, m_ik, m_jk, m_k, e0, f0,
                                 model == "CEPM", float(I), float(J), paper, grid)

@@ -353,7 +353,7 @@ def test_test_entry_listed_twice_is_refused():
 # ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("model,T,extra", [("EPM", 4, {}), ("CEPM", 4, {}), ("DEPM", 5, {}), ("IDEPM", None, {}),
-                                           ("IDEPM", None, dict(split_merge=3))])
+                                           ("IDEPM", None, dict(split_merge=3)), ("DEPM", 5, dict(split_merge=3))])
 @pytest.mark.parametrize("with_test", [False, True])
 def test_resumed_chain_equals_uninterrupted(model, T, extra, with_test, tmp_path):
     X, test = small_problem(6)
@@ -395,3 +395,20 @@ def test_resume_refuses_other_settings_or_data(tmp_path):
         fit(X, "DEPM", T=4, n_iter=3, n_avg=1, resume=tmp_path / "junk.npz")
     with pytest.raises(ValueError, match="not consecutive"):
         fit_module.concat(a, a)
+
+
+@pytest.mark.parametrize("model,T", [("DEPM", 16), ("IDEPM", None)])
+def test_split_merge_moves_leave_one_atom(toy, model, T):
+    """From one atom the DEPM's plain Gibbs chain stays near one atom on the 90 x 90 example (the
+    IDEPM's opens atoms one customer at a time there); with the split-merge moves both reach the
+    five classes' region in a few sweeps (and say how often a proposal was taken)."""
+    plain = fit(toy, model, T=T, n_iter=30, n_avg=5, seed=0, K_init=1, split_merge=0)
+    moved = fit(toy, model, T=T, n_iter=30, n_avg=5, seed=0, K_init=1, split_merge=5)
+    assert plain.acceptance["proposals"] == 0 and np.all(plain.move_stats == 0)
+    if model == "DEPM":
+        assert plain.K[-1] <= 2
+    assert moved.acceptance["proposals"] == 150 and moved.acceptance["accepted"] >= 2
+    assert moved.K[-1] >= 4
+    assert moved.settings["split_merge"] == 5
+    with pytest.raises(ValueError, match="split_merge exists only for the IDEPM and DEPM"):
+        fit(toy, "EPM", T=4, n_iter=2, n_avg=1, split_merge=2)

@@ -39,6 +39,14 @@ def test_paper_updates_are_caught(model, kw):
     assert zmax > Z_MAX, f"{model} {kw}: the test did not detect the paper's update (max |z| = {zmax:.2f})"
 
 
+@pytest.mark.parametrize("model", ["DEPM", "IDEPM"])
+def test_sampler_with_split_merge_moves_gets_it_right(model):
+    """The same test with the split-merge moves of models.moves in every sweep (3 proposals)."""
+    zmax, rows = _max_z(model, N[model], split_merge=3)
+    worst = max(rows, key=lambda r: abs(r[4]))
+    assert zmax < Z_MAX, f"{model} with split-merge: Geweke test failed, worst statistic {worst}"
+
+
 def test_compare_has_no_false_alarm_between_two_prior_samples():
     a = geweke.prior_draws("DEPM", 5000, seed=1)
     b = geweke.prior_draws("DEPM", 5000, seed=2)

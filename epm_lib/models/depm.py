@@ -18,7 +18,8 @@ import numpy as np
 from numba import njit
 
 from ..distributions import sample_gamma, sample_dirichlet
-from .common import sample_latent_counts, dirichlet_multinomial_aux
+from .common import sample_latent_counts, sample_latent_seating, dirichlet_multinomial_aux
+from .moves import split_merge_depm
 from .gamma_epm import sample_c0, sample_gamma0, sample_lambda
 
 ALPHA1, ALPHA2, GAMMA0, C0 = range(4)
@@ -54,12 +55,33 @@ def sample_concentration(rng, m_xk, m_k, alpha, n_rows, e0, f0):
 
 
 @njit(cache=True)
-def depm_sweep(rng, rows, cols, phi, psi, lam, h, m_ik, m_jk, m_k, e0, f0):
+def depm_sweep(rng, rows, cols, phi, psi, lam, h, m_ik, m_jk, m_k, e0, f0, n_split_merge=0,
+               move_stats=None):
     """One Gibbs sweep of the truncated DEPM; updates phi, psi, lam, h and the aggregates in place. Returns M
-    (negative: the m-step stopped on exploded rates, see ``common.sample_latent_counts``)."""
+    (negative: the m-step stopped on exploded rates, see ``common.sample_latent_counts``).
+
+    ``n_split_merge > 0``: right after the m-step (which then keeps each customer's atom,
+    ``common.sample_latent_seating``, the same draws), that many split-merge proposals on the
+    labels of the customers with phi, psi, lambda integrated out (``moves.split_merge_depm``,
+    Eq. (41)); phi, psi and lambda are then drawn given the new counts, so the sweep is a valid
+    partially collapsed Gibbs sweep. ``move_stats`` accumulates the proposals and acceptances.
+    """
     I, T = phi.shape
     J = psi.shape[0]
-    M = sample_latent_counts(rng, rows, cols, phi, psi, lam, m_ik, m_jk, m_k)
+    if n_split_merge > 0:
+        M, offsets, z = sample_latent_seating(rng, rows, cols, phi, psi, lam, m_ik, m_jk, m_k)
+        if M < 0:
+            return M
+        z, a, b, c, Kp, stats = split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J,
+                                                 h[ALPHA1], h[ALPHA2], h[GAMMA0], T, n_split_merge)
+        m_ik[:, :] = a
+        m_jk[:, :] = b
+        m_k[:] = c
+        if move_stats is not None:
+            for q in range(5):
+                move_stats[q] += stats[q]
+    else:
+        M = sample_latent_counts(rng, rows, cols, phi, psi, lam, m_ik, m_jk, m_k)
     if M < 0:                           # exploded rates: stop, fit raises (common.m_step_error)
         return M
     h[ALPHA1] = sample_concentration(rng, m_ik, m_k, h[ALPHA1], I, e0, f0)

@@ -101,7 +101,7 @@ import numpy as np
 from numba import njit
 from scipy.special import gammaln
 
-from .idepm import seat_counts
+from .common import seat_counts
 
 __all__ = ["DEFAULT_N_PROPOSALS", "DEFAULT_N_SCANS", "WORK_PER_SWEEP", "split_merge_idepm", "split_merge_depm", "log_seating_target"]
 
