@@ -48,7 +48,8 @@ def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, th
     for it in range(n_samples):
         if T == 0:
             z, n_ik, n_jk, n_k, K, st = moves._split_merge_idepm(
-                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, thin, n_scans, mutation)
+                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, thin, n_scans,
+                mutation)
         else:
             z, n_ik, n_jk, n_k, K, st = moves._split_merge_depm(
                 rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, T, thin, n_scans,
@@ -261,9 +262,9 @@ def test_customer_index_stays_consistent(T):
     g0 = 3.0
     log_c1, a_c = (math.log(g0), 0.0) if T == 0 else (math.log(g0 / T), g0 / T)
     zz = z.copy()
-    K, st, buf, start, size = moves._split_merge_core(np.random.default_rng(6), ci, cj, zz, n_labels,
-                                                      30, 40, 30, 40, 1.0, 1.0, log_c1, a_c, T,
-                                                      3000, 2, 0, np.empty((0, 3)))
+    K, st, buf, start, size = moves._split_merge_core(
+        np.random.default_rng(6), ci, cj, zz, n_labels, 30, 40, 30, 40, 1.0, 1.0, log_c1, a_c, T,
+        3000, 2, 0, np.empty((0, 3)))
     assert st[moves.MERGE_ACCEPTED] > 3 * M // 10          # the buffer was compacted
     for k in range(n_labels):
         members = np.sort(buf[start[k]:start[k] + size[k]])
@@ -299,7 +300,8 @@ def test_target_agrees_with_theory(seed):
     zs = [rng.integers(0, T, M) for _ in range(2)]
     # DEPM: labelled states, Eq. (41)
     lt = [moves.log_seating_target(rows, cols, offsets, z, I, J, a1, a2, g0, T) for z in zs]
-    lj = [theory.log_joint_counts(_counts3(rows, cols, offsets, z, I, J, T), a1, a2, g0, c0) for z in zs]
+    lj = [theory.log_joint_counts(_counts3(rows, cols, offsets, z, I, J, T), a1, a2, g0, c0)
+          for z in zs]
     assert lt[1] - lt[0] == pytest.approx(lj[1] - lj[0], abs=1e-9)
     # IDEPM: partitions, Theorem 4 (Eq. (42) with T = inf)
     lt = [moves.log_seating_target(rows, cols, offsets, z, I, J, a1, a2, g0) for z in zs]
