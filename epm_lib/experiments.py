@@ -20,7 +20,11 @@ back (``load_results``, ``summarize``) to draw Figs. 2-4.
 - :func:`grid` builds the runs of the paper's grid and :func:`run_grid` runs the missing ones
   through joblib (processes, all cores by default; a Dask cluster with
   ``joblib.parallel_config(backend="dask")``), writing each record as soon as its run ends,
-  so an interrupted grid resumes where it stopped;
+  so an interrupted grid resumes where it stopped. A run counts as done only if its record was
+  computed from the data now loaded (same ``datasets.fingerprint``, :func:`plan`): a record of
+  other data (an edited file, another file of the same name) is *stale*, and the grid stops
+  with :class:`StaleResultsError` unless told to recompute it. Workers that the grid's process
+  started exit when that process dies (e.g. SIGKILL), instead of finishing an hour-long run;
 - :func:`load_results`, :func:`summarize`, :func:`format_summary`: mean +/- standard error
   over folds per (data set, model, T);
 - ``python -m epm_lib.experiments --help``: the command line.
@@ -35,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing
 import os
 import platform
 import re
@@ -47,6 +52,7 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -58,7 +64,8 @@ __all__ = [
     "PAPER_T", "PAPER_MODELS", "MODELS", "RECORD_FORMAT",
     "cv_permutation", "cv_folds", "cv_fold", "split",
     "DataSpec", "Run", "grid", "run_one", "make_record", "write_record", "read_record",
-    "run_grid", "GridReport", "GridError", "load_results", "summarize", "format_summary", "main",
+    "plan", "Plan", "run_grid", "GridReport", "GridError", "StaleResultsError",
+    "load_results", "summarize", "format_summary", "main",
 ]
 
 #: Truncation levels of Sec. 5 (Figs. 2 and 4).
@@ -300,18 +307,50 @@ class DataSpec:
         extra = [f"{k}-{v}" for k, v in self.options if defaults.get(k) != v]
         return "_".join([self.name] + extra)
 
-    def load(self) -> _datasets.Dataset:
-        """Load the data set (cached per process: the grid's workers load each one once)."""
+    def _file_state(self):
+        """What tells an edited or replaced file from the one read before, without reading it:
+        device, inode, size, modification and change time (ns; the change time cannot be set
+        back). ``None`` for a named data set (verified by its loader)."""
+        if self.path is None:
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError as e:
+            raise _datasets.DataNotFoundError(f"{self.path}: cannot be read ({e.strerror})") from None
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+    def _entry(self) -> list:
+        """The cache entry ``[file state, Dataset, fingerprint or None]``, (re)loaded if absent
+        or if the file changed since it was read."""
+        state = self._file_state()
         with _CACHE_LOCK:
-            ds = _DATA_CACHE.get(self)
-        if ds is None:
+            entry = _DATA_CACHE.get(self)
+        if entry is None or entry[0] != state:
             if self.path is None:
                 ds = _datasets.load(self.name, data_dir=self.data_dir, **dict(self.options))
             else:
                 ds = _datasets.load_file(self.path, name=self.name, **dict(self.options))
+            entry = [state, ds, None]
             with _CACHE_LOCK:
-                _DATA_CACHE[self] = ds
-        return ds
+                _DATA_CACHE[self] = entry
+        return entry
+
+    def load(self) -> _datasets.Dataset:
+        """Load the data set (cached per process: the grid's workers load each one once; a
+        user's file is read again when it changed)."""
+        return self._entry()[1]
+
+    def fingerprint(self) -> str:
+        """``datasets.fingerprint`` of the matrix (cached with it): what a record's
+        ``data.fingerprint`` must equal for the record to count as a result of these data."""
+        entry = self._entry()
+        if entry[2] is None:
+            entry[2] = _datasets.fingerprint(entry[1].X)
+        return entry[2]
+
+    def describe(self) -> str:
+        """``enron09``, or ``my_graph (/path/to/my_graph.csv)`` for a user's file."""
+        return self.folder if self.path is None else f"{self.name} ({self.path})"
 
 
 _DATA_CACHE: dict = {}
@@ -556,8 +595,10 @@ def run_one(run: Run, results_dir=None) -> dict:
     fold = cv_fold(ds.shape, run.fold, run.n_folds, run.cv_seed)
     X_train, test = split(ds.X, fold)
     sampler, a_update, m_step = MODELS[run.model]
+    options = dict(a_update=a_update) if sampler in ("EPM", "CEPM") else \
+        dict(m_step=m_step) if sampler == "IDEPM" else {}          # only the options a model has
     result = fit(X_train, sampler, T=run.T, n_iter=run.n_iter, n_avg=run.n_avg, seed=run.seed,
-                 test=test, K_init=run.K_init, a_update=a_update, m_step=m_step)
+                 test=test, K_init=run.K_init, **options)
     record = make_record(run, ds, X_train, test, result, time.perf_counter() - t_wall,
                          time.thread_time() - t_cpu, started)
     if results_dir is not None:
@@ -588,30 +629,165 @@ def write_record(record: dict, path) -> Path:
     return path
 
 
-_REQUIRED = ("run_id", "dataset", "model", "fold", "seed", "K_mean", "tdll", "tdauc_pr",
-             "settings", "data", "traces", "time")
+_REQUIRED = ("run_id", "dataset", "model", "T", "K_init", "fold", "seed", "K_mean", "tdll",
+             "tdauc_pr", "settings", "data", "traces", "time")
+#: Integers in a record are below this in magnitude (int64; a larger one is malformed).
+_INT_MAX = 2**63
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not a JSON number (the format writes null for a non-finite number)")
+
+
+def _short(v, limit=60) -> str:
+    r = repr(v)
+    return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
+def _is_int(v, lo=0) -> bool:
+    return type(v) is int and lo <= v < _INT_MAX
+
+
+def _is_number(v) -> bool:
+    return (type(v) is int and abs(v) < _INT_MAX) or (type(v) is float and math.isfinite(v))
+
+
+_CHECKS = {
+    "a string": lambda v: type(v) is str,
+    "an integer >= 0": _is_int,
+    "an integer >= 1": lambda v: _is_int(v, 1),
+    "an integer >= 2": lambda v: _is_int(v, 2),
+    "an integer >= 1 or null": lambda v: v is None or _is_int(v, 1),
+    "a number": _is_number,
+    "a number or null (null: not finite)": lambda v: v is None or _is_number(v),
+    "a JSON object": lambda v: type(v) is dict,
+}
+
+
+def _check(where, obj, key, want, prefix="", required=True):
+    """``obj[key]`` is ``want`` (a key of ``_CHECKS``), else ``ValueError`` naming the field."""
+    field = prefix + key
+    if key not in obj:
+        if required:
+            raise ValueError(f"{where}: record lacks {field!r}")
+        return None
+    v = obj[key]
+    if not _CHECKS[want](v):
+        raise ValueError(f"{where}: field {field!r} must be {want}, got {_short(v)}")
+    return v
+
+
+def _check_list(where, field, v, n, ints):
+    """``v`` is a list of ``n`` integers >= 0 (``ints``) or of numbers / nulls."""
+    what = "integers >= 0" if ints else "numbers (null: not finite)"
+    if type(v) is not list:
+        raise ValueError(f"{where}: field {field!r} must be a list of {what}, got {_short(v)}")
+    if len(v) != n:
+        raise ValueError(f"{where}: trace {field.removeprefix('traces.')!r} does not have "
+                         f"n_iter = {n} entries (field {field!r} has {len(v)})")
+    types = set(map(type, v))                          # fast paths for valid traces
+    if ints:
+        ok = types <= {int} and (not v or (min(v) >= 0 and max(v) < _INT_MAX))
+    elif types <= {float, int} and math.isfinite(sum(v)):   # (a huge sum: checked one by one)
+        ok = True
+    else:
+        ok = types <= {int, float, type(None)} and all(x is None or _is_number(x) for x in v)
+    if not ok:
+        good = _is_int if ints else (lambda x: x is None or _is_number(x))
+        k = next(k for k, x in enumerate(v) if not good(x))
+        raise ValueError(f"{where}: field {field!r} must be a list of {what}; entry {k} is "
+                         f"{_short(v[k])}")
+
+
+def _check_summary_fields(rec, where, metrics=("K_mean", "tdll", "tdauc_pr")):
+    """The fields :func:`summarize` (and the sorting of :func:`load_results`) use."""
+    if type(rec) is not dict:
+        raise ValueError(f"{where}: a record must be a JSON object, got {_short(rec)}")
+    for key, want in (("dataset", "a string"), ("model", "a string"),
+                      ("T", "an integer >= 1 or null"), ("fold", "an integer >= 0"),
+                      ("seed", "an integer >= 0")):
+        _check(where, rec, key, want)
+    _check(where, rec, "K_init", "an integer >= 1 or null", required=False)
+    for m in metrics:
+        _check(where, rec, m, "a number or null (null: not finite)")
+    settings = _check(where, rec, "settings", "a JSON object")
+    for key in ("n_iter", "n_avg"):
+        _check(where, settings, key, "an integer >= 1", "settings.")
+    _check(where, _check(where, rec, "time", "a JSON object"), "wall", "a number", "time.")
+    _check(where, _check(where, rec, "data", "a JSON object"), "fingerprint", "a string", "data.")
+
+
+def _check_record(rec, where):
+    """The types (and trace lengths) of every field the summary and the chapters use."""
+    _check_summary_fields(rec, where)
+    _check(where, rec, "run_id", "a string")
+    _check(where, rec, "K_mean", "a number")
+    settings = rec["settings"]
+    for key, want in (("n_folds", "an integer >= 2"), ("cv_seed", "an integer >= 0")):
+        _check(where, settings, key, want, "settings.")
+    n_iter = settings["n_iter"]
+    if settings["n_avg"] > n_iter:
+        raise ValueError(f"{where}: field 'settings.n_avg' = {settings['n_avg']} exceeds "
+                         f"'settings.n_iter' = {n_iter}")
+    if rec["fold"] >= settings["n_folds"]:
+        raise ValueError(f"{where}: field 'fold' = {rec['fold']} is out of range for "
+                         f"'settings.n_folds' = {settings['n_folds']}")
+    data = rec["data"]
+    if "shape" not in data:
+        raise ValueError(f"{where}: record lacks 'data.shape'")
+    shape = data["shape"]
+    if type(shape) is not list or len(shape) != 2 or not all(_is_int(x, 1) for x in shape):
+        raise ValueError(f"{where}: field 'data.shape' must be a list of two integers >= 1, "
+                         f"got {_short(shape)}")
+    for key in ("ones", "train_ones", "test_entries", "test_ones"):
+        _check(where, data, key, "an integer >= 0", "data.", required=False)
+    traces = rec["traces"]
+    for key, ints in (("K", True), ("tdll", False), ("seconds", False), ("M", True)):
+        if key not in traces:
+            raise ValueError(f"{where}: record lacks 'traces.{key}'")
+        _check_list(where, f"traces.{key}", traces[key], n_iter, ints)
+    hyper = _check(where, traces, "hyper", "a JSON object", "traces.")
+    for name, v in hyper.items():
+        _check_list(where, f"traces.hyper.{name}", v, n_iter, ints=False)
+    for key in ("cpu", "sampler"):
+        _check(where, rec["time"], key, "a number", "time.", required=False)
+    for key in ("started", "finished"):
+        _check(where, rec["time"], key, "a string", "time.", required=False)
+
+
+def _check_consistent(rec, where):
+    """The run's fields are those of its settings."""
+    settings = rec["settings"]
+    for key in ("dataset", "model", "T", "K_init", "fold", "seed"):
+        if key in settings and settings[key] != rec[key]:
+            raise ValueError(f"{where}: field {key!r} = {_short(rec[key])} differs from "
+                             f"'settings.{key}' = {_short(settings[key])}")
 
 
 def read_record(path, run: Run | None = None) -> dict:
-    """Read and check one result file; ``ValueError`` if it is not a complete record
-    (of ``run``, when given)."""
+    """Read and check one result file; ``ValueError`` naming the file (and the field) if it is
+    not a complete record (of ``run``, when given).
+
+    Checked: strict JSON (no NaN / Infinity), the format tag, every
+    field :func:`summarize` and the chapters read, with its type (e.g. ``K_mean`` a number,
+    ``fold`` an integer, the traces lists of ``n_iter`` numbers), the run id against the
+    file's name, and with ``run`` the settings against the run's.
+    """
     path = Path(path)
     try:
-        rec = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        rec = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except ValueError as e:                    # JSONDecodeError, UnicodeDecodeError, NaN
         raise ValueError(f"{path}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not valid JSON (nested too deeply)") from None
     if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
         raise ValueError(f"{path}: not a run record of format {RECORD_FORMAT!r}")
     missing = [k for k in _REQUIRED if k not in rec]
     if missing:
         raise ValueError(f"{path}: record lacks {', '.join(missing)}")
-    settings, traces = rec["settings"], rec["traces"]
-    if not isinstance(settings, dict) or not isinstance(traces, dict):
+    if not isinstance(rec["settings"], dict) or not isinstance(rec["traces"], dict):
         raise ValueError(f"{path}: settings and traces must be JSON objects")
-    n_iter = settings.get("n_iter")
-    for name in ("K", "tdll", "seconds"):
-        if not isinstance(traces.get(name), list) or len(traces[name]) != n_iter:
-            raise ValueError(f"{path}: trace {name!r} does not have n_iter = {n_iter} entries")
+    _check_record(rec, path)
     if rec["run_id"] != path.stem:
         raise ValueError(f"{path}: holds run {rec['run_id']!r}, not {path.stem!r}")
     if run is not None:
@@ -619,7 +795,8 @@ def read_record(path, run: Run | None = None) -> dict:
         got = {k: rec["settings"].get(k) for k in want}
         if got != want:
             diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
-            raise ValueError(f"{path}: settings differ from the run's: {diff}")
+            raise ValueError(f"{path}: settings differ from the run's: {_short(diff, 400)}")
+    _check_consistent(rec, path)
     return rec
 
 
@@ -636,10 +813,48 @@ class GridError(RuntimeError):
         super().__init__("\n".join(lines))
 
 
+class StaleResultsError(ValueError):
+    """The results folder holds finished records of other data than the data set now loaded
+    (their ``data.fingerprint`` differs: an edited file, another file of the same name, other
+    loader options). ``.stale``: run -> the fingerprint its record was computed from."""
+
+    def __init__(self, stale, results_dir):
+        self.stale = dict(stale)
+        self.results_dir = results_dir
+        lines = _stale_lines(self.stale, results_dir)
+        if any(r.data.path is not None for r in self.stale):
+            lines.append("(Either the data file was edited since, or another file of the same "
+                         "name or other reading options (threshold, sep, square) were given.)")
+        lines.append('These records are not results of the data now loaded, so they are not '
+                     'skipped. To recompute them (overwriting their files), pass '
+                     'on_stale="recompute" to run_grid (command line: --recompute-stale). To keep '
+                     'them, write the new results to another folder (results_dir=, command line: '
+                     '--results DIR) or give the data set another name (rename the file, or '
+                     'DataSpec.from_file(path, name=...)).')
+        super().__init__("\n".join(lines))
+
+
+def _stale_lines(stale, results_dir) -> list[str]:
+    """Per data set: its folder, the fingerprint of the data now, and of the stale records."""
+    lines = []
+    for spec in dict.fromkeys(r.data for r in stale):
+        runs = [r for r in stale if r.data == spec]
+        s = "s" if len(runs) > 1 else ""
+        lines.append(f"{Path(results_dir) / spec.folder}/ holds {len(runs)} finished run{s} of "
+                     f"other data than {spec.describe()}, whose fingerprint is now "
+                     f"{spec.fingerprint()}:")
+        for fp in dict.fromkeys(stale[r] for r in runs):
+            these = [r for r in runs if stale[r] == fp]
+            lines.append(f"  {len(these)} record{'s' if len(these) > 1 else ''} computed from data "
+                         f"with fingerprint {fp}, e.g. {these[0].path(results_dir)}")
+    return lines
+
+
 @dataclass
 class GridReport:
     """What :func:`run_grid` did, as ``<dataset>/<run-id>`` keys (:attr:`Run.key`): runs
-    computed, skipped (already done), recomputed (their file was corrupt), failed
+    computed, skipped (already done), recomputed because their file was corrupt, or because it
+    was a record of other data (``stale``, with ``on_stale="recompute"``), failed
     (key -> traceback); ``runs``: all of them; ``seconds``: wall time."""
     done: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
@@ -647,6 +862,7 @@ class GridReport:
     failed: dict = field(default_factory=dict)
     seconds: float = 0.0
     runs: list = field(default_factory=list)
+    stale: list = field(default_factory=list)
 
     @property
     def n_total(self) -> int:
@@ -664,21 +880,44 @@ def _as_runs(spec) -> list[Run]:
     return list(dict.fromkeys(runs))
 
 
-def plan(runs, results_dir="results"):
-    """Split runs into (to compute, already done, corrupt: run -> reason) by their files."""
-    todo, done, corrupt = [], [], {}
+class Plan(NamedTuple):
+    """What a grid would do (:func:`plan`): ``todo``, the runs to compute (no file, a corrupt
+    file, or a stale record); ``done``, the runs with a record of the data now loaded;
+    ``corrupt``: run -> why its file is not a record of it; ``stale``: run -> the fingerprint
+    of the other data its record was computed from."""
+    todo: list
+    done: list
+    corrupt: dict
+    stale: dict
+
+
+def plan(runs, results_dir="results") -> Plan:
+    """Sort runs by their files into a :class:`Plan` (to compute, done, corrupt, stale).
+
+    A run is done when its file is a complete record of it (:func:`read_record`) *and* its
+    ``data.fingerprint`` is the fingerprint of the data set now (``DataSpec.fingerprint``):
+    the run is identified by the data, not by the file's name. The data sets of runs with a
+    file are loaded for that (once per process; MovieLens1M: about half a second), so a
+    missing data set raises its ``DataNotFoundError`` here.
+    """
+    todo, done, corrupt, stale = [], [], {}, {}
     for r in runs:
         path = r.path(results_dir)
         if not path.exists():
             todo.append(r)
             continue
         try:
-            read_record(path, r)
-            done.append(r)
+            rec = read_record(path, r)
         except (ValueError, OSError) as e:
             corrupt[r] = str(e)
             todo.append(r)
-    return todo, done, corrupt
+            continue
+        if rec["data"]["fingerprint"] != r.data.fingerprint():
+            stale[r] = rec["data"]["fingerprint"]
+            todo.append(r)
+        else:
+            done.append(r)
+    return Plan(todo, done, corrupt, stale)
 
 
 def _cost(run: Run, shape, ones) -> float:
@@ -695,17 +934,81 @@ def _cost(run: Run, shape, ones) -> float:
     return run.n_iter * 1e-9 * (ones * (55.0 + 1.7 * size) + n_test * (8.0 + 0.23 * size))
 
 
-def _execute(run: Run):
-    """Worker: one run -> ("ok", record) or ("error", key, traceback). Never raises."""
+#: Seconds between two looks of a grid worker's watchdog at its parent process.
+WATCH_INTERVAL = 0.2
+_WATCHED = {}                                       # this process's pid -> the grid pid it watches
+_CURRENT = [None]                                   # key of the run this process is executing
+
+
+def _watchdog(grid_pid):
+    if sys.platform.startswith("linux"):         # the thread's name in ps -L, top -H, /proc
+        try:
+            import ctypes
+            ctypes.CDLL(None).prctl(15, b"epm-watchdog", 0, 0, 0)      # PR_SET_NAME
+        except Exception:                            # only a name
+            pass
+    while os.getppid() == grid_pid:
+        time.sleep(WATCH_INTERVAL)
     try:
-        return "ok", run_one(run)
+        os.write(2, (f"epm_lib.experiments: worker {os.getpid()}: the grid's process {grid_pid} "
+                     f"is gone; stopping run {_CURRENT[0]}\n").encode())
+    except OSError:
+        pass
+    os._exit(1)
+
+
+def _watch_parent(grid_pid):
+    """In a worker process that the grid's process started (joblib's loky or multiprocessing
+    backend), start once a daemon thread that ends this process as soon as the grid's process
+    is gone: killed with SIGKILL, it cannot stop its workers, which would otherwise finish
+    their current run (possibly hours) for nobody. The thread looks every
+    :data:`WATCH_INTERVAL` seconds whether this process was re-parented (``os.getppid()``);
+    the numba kernels hold the GIL for one sweep at a time only, so it gets to run. Nothing
+    happens in the grid's own process (``n_jobs=1``) or in a worker that another process
+    started (a Dask worker: its nanny looks after it)."""
+    if os.getpid() == grid_pid:
+        return
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.pid != grid_pid:
+        return
+    with _CACHE_LOCK:                                # once per process (a fork copies the dict,
+        if os.getpid() in _WATCHED:                  # not the thread)
+            return
+        _WATCHED[os.getpid()] = grid_pid
+    threading.Thread(target=_watchdog, args=(grid_pid,), name="epm-grid-watchdog",
+                     daemon=True).start()
+
+
+def _execute(run: Run, grid_pid=None, fingerprint=None):
+    """Worker: one run -> ("ok", record) or ("error", key, traceback). Never raises.
+
+    ``grid_pid``: the process that submitted the run (:func:`_watch_parent`). ``fingerprint``:
+    that of the data the grid was planned with; a worker that loads other data (the file was
+    edited during the grid, or differs on a cluster's machine) fails the run, instead of
+    writing a record of other data under the run's name.
+    """
+    _CURRENT[0] = run.key
+    if grid_pid is not None:
+        _watch_parent(grid_pid)
+    try:
+        if fingerprint is not None and run.data.fingerprint() != fingerprint:
+            raise _datasets.DataError(
+                f"{run.key}: the data loaded by this worker are not those the grid was planned "
+                f"with: {run.data.describe()} has fingerprint {run.data.fingerprint()} here, "
+                f"{fingerprint} when the grid started (was the file changed during the grid?)")
+        record = run_one(run)
+        if fingerprint is not None and record["data"]["fingerprint"] != fingerprint:
+            raise _datasets.DataError(
+                f"{run.key}: the data changed during the run: fingerprint "
+                f"{record['data']['fingerprint']}, {fingerprint} when the grid started")
+        return "ok", record
     except Exception:                               # reported by the parent, the grid goes on
         return "error", run.key, traceback.format_exc()
 
 
 def run_grid(spec, results_dir="results", n_jobs=-1, backend=None, progress=True,
-             raise_errors=True, log=None) -> GridReport:
-    """Run the runs of ``spec`` whose result file is missing (or corrupt) in parallel.
+             raise_errors=True, log=None, on_stale="error") -> GridReport:
+    """Run the runs of ``spec`` whose result file is missing (or corrupt, or stale) in parallel.
 
     ``spec``: a list of :class:`Run` or a dict of :func:`grid` arguments. The runs go to
     ``joblib.Parallel(n_jobs, backend, return_as="generator_unordered")`` (default: processes,
@@ -714,31 +1017,48 @@ def run_grid(spec, results_dir="results", n_jobs=-1, backend=None, progress=True
     worker loads the data set by name (this process too, once, to check it before any run
     starts), and this process writes each record to
     ``<results_dir>/<dataset>/<run-id>.json`` as soon as it arrives. Rerunning the same grid
-    skips the runs already written, so a killed grid resumes. ``progress``: a tqdm bar of
-    runs done / total with ETA. ``log``: a function taking a line (default: print to stderr
+    skips the runs already written, so a killed grid resumes (and the worker processes of a
+    killed grid exit instead of finishing their runs: :func:`_watch_parent`). ``progress``: a
+    tqdm bar of runs done / total with ETA. ``log``: a function taking a line (default: print to stderr
     when ``progress``). A failed run is reported and the others go on; at the end
     ``GridError`` is raised (``raise_errors``) or the failures are left in the report.
+
+    A run is skipped only if its record is of the data now loaded (:func:`plan`). Records
+    computed from other data (the file was edited, another file of the same name or other
+    reading options were given) are *stale*: with ``on_stale="error"`` (the default) nothing
+    is run and :class:`StaleResultsError` says which folder, file and fingerprints, and what
+    to do; with ``on_stale="recompute"`` they are recomputed and overwritten (``report.stale``).
     """
     import joblib
 
+    if on_stale not in ("error", "recompute"):
+        raise ValueError(f"on_stale must be 'error' or 'recompute', got {on_stale!r}")
     t0 = time.perf_counter()
     runs = _as_runs(spec)
     if log is None:
         log = (lambda line: print(line, file=sys.stderr, flush=True)) if progress else (lambda line: None)
-    todo, done, corrupt = plan(runs, results_dir)
+    todo, done, corrupt, stale = plan(runs, results_dir)
+    if stale and on_stale == "error":
+        raise StaleResultsError(stale, results_dir)
     report = GridReport(skipped=[r.key for r in done], corrupt=[r.key for r in corrupt],
-                        runs=[r.key for r in runs])
+                        stale=[r.key for r in stale], runs=[r.key for r in runs])
     for r, why in corrupt.items():
         log(f"recompute {r.key}: {why}")
-    # load each data set here once: clear errors before any worker starts, and the cost order
+    if stale:
+        for line in _stale_lines(stale, results_dir):
+            log(line)
+        log(f"recompute these {len(stale)} stale runs (on_stale='recompute'): their files are "
+            f"overwritten")
+    # load each data set here once: clear errors before any worker starts, and the cost order;
+    # the workers check that they load the same data (fingerprint)
     meta = {}
     for d in dict.fromkeys(r.data for r in todo):
         ds = d.load()
-        meta[d] = (ds.shape, ds.n_ones)
+        meta[d] = (ds.shape, ds.n_ones, d.fingerprint())
         for r in todo:
             if r.data == d:
                 _check_folds(ds.shape, r.n_folds, r.fold)
-    todo.sort(key=lambda r: -_cost(r, *meta[r.data]))
+    todo.sort(key=lambda r: -_cost(r, *meta[r.data][:2]))
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -750,7 +1070,8 @@ def run_grid(spec, results_dir="results", n_jobs=-1, backend=None, progress=True
                                            return_as="generator_unordered")
             except ValueError:                   # a backend without generators (multiprocessing)
                 parallel = joblib.Parallel(n_jobs=n_jobs, backend=backend, batch_size=1)
-            for out in parallel(joblib.delayed(_execute)(r) for r in todo):
+            pid = os.getpid()
+            for out in parallel(joblib.delayed(_execute)(r, pid, meta[r.data][2]) for r in todo):
                 if out[0] == "ok":
                     rec = out[1]
                     write_record(rec, Path(results_dir) / rec["dataset"] / f"{rec['run_id']}.json")
@@ -786,8 +1107,10 @@ def load_results(results_dir="results", dataset=None, run_ids=None) -> list[dict
     """All records under ``results_dir`` (of one ``dataset`` folder, or some of them;
     and only ``run_ids`` if given), sorted by data set, model, T, fold, seed.
 
-    Files that are not complete records are skipped with a warning. JSON ``null`` in a
-    number stands for a non-finite value (e.g. TDAUC-PR of a fold without test ones).
+    Files that are not complete records (:func:`read_record`: invalid JSON, a missing field,
+    a field of the wrong type, ...) are skipped with a warning that names the file and the
+    field. JSON ``null`` in a number stands for a non-finite value (e.g. TDAUC-PR of a fold
+    without test ones).
     """
     root = Path(results_dir)
     if dataset is None:
@@ -824,7 +1147,16 @@ def summarize(records, metrics=("K_mean", "tdll", "tdauc_pr")) -> list[dict]:
     Each row: the group's keys, ``n`` (runs), ``folds``, and for each metric ``<m>`` and
     ``<m>_se`` (sample standard deviation / sqrt(n); NaN for n = 1; runs with a non-finite
     value are left out of that metric), plus ``seconds``, the mean wall time of a run.
+    ``ValueError`` (naming the record and the field) for a record whose fields used here have
+    the wrong type (records from :func:`load_results` have been checked).
     """
+    records = list(records)
+    for k, rec in enumerate(records):
+        where = f"record {k}"
+        if isinstance(rec, dict) and isinstance(rec.get("run_id"), str):
+            where = f"record {rec['dataset']}/{rec['run_id']}" \
+                if isinstance(rec.get("dataset"), str) else f"record {rec['run_id']}"
+        _check_summary_fields(rec, where, metrics)
     groups = {}
     for rec in sorted(records, key=_record_key):
         s = rec["settings"]
@@ -894,7 +1226,10 @@ def _build_parser():
         description="Run the cross-validated experiments of Sec. 5 of Ohama et al. (2017): "
                     "every (data set, model, T, fold, seed) is one run, written as one JSON file "
                     "<results>/<dataset>/<run-id>.json as soon as it finishes. Runs whose file "
-                    "exists are skipped, so rerunning the same command resumes an interrupted grid.",
+                    "holds a record of the same data (fingerprint) are skipped, so rerunning the "
+                    "same command resumes an interrupted grid; records of other data (an edited "
+                    "file, another file of the same name) stop the grid with an error unless "
+                    "--recompute-stale is given.",
         epilog="Examples:\n"
                "  python -m epm_lib.experiments --dataset enron09 --folds 0-9 --jobs 2\n"
                "  EPM_DATA_DIR=/data python -m epm_lib.experiments --dataset movielens100k "
@@ -945,6 +1280,11 @@ def _build_parser():
                            "epm_lib and the data")
     dask.add_argument("--dask-local", metavar="N", type=int, default=None,
                       help="run on a local Dask cluster of N single-threaded worker processes")
+    x.add_argument("--recompute-stale", action="store_true",
+                   help="recompute (and overwrite) runs whose record was computed from other data "
+                        "than the data set now read (its fingerprint differs: the file was edited, "
+                        "or another file of the same name was given); without this option such "
+                        "records stop the grid with an error")
     x.add_argument("--dry-run", action="store_true", help="print the plan and stop")
     x.add_argument("--no-progress", action="store_true", help="no progress bar")
     x.add_argument("-v", "--verbose", action="store_true", help="list every run id")
@@ -971,17 +1311,32 @@ def main(argv=None) -> int:
                     n_folds=args.n_folds, cv_seed=args.cv_seed)
     except ValueError as e:                        # includes datasets.DataError
         parser.error(str(e))
-    todo, done, corrupt = plan(runs, args.results)
+    try:
+        todo, done, corrupt, stale = plan(runs, args.results)
+    except (ValueError, OSError) as e:             # a data set that cannot be read
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    notes = [f"{len(corrupt)} corrupt, recomputed"] if corrupt else []
+    if stale:
+        notes.append(f"{len(stale)} of other data: stale"
+                     + (", recomputed" if args.recompute_stale else ""))
     print(f"{len(runs)} runs in {args.results}/: {len(done)} done (skipped), "
-          f"{len(todo)} to run" + (f" ({len(corrupt)} corrupt, recomputed)" if corrupt else ""))
+          f"{len(todo)} to run" + (f" ({'; '.join(notes)})" if notes else ""))
     for spec in dict.fromkeys(r.data for r in runs):
         t = [r.run_id for r in todo if r.data == spec]
         s = [r.run_id for r in done if r.data == spec]
+        o = [r.run_id for r in stale if r.data == spec]
         print(f"  {spec.folder}: run {len(t)}" + (f": {_short_list(t, 12, args.verbose)}" if t else ""))
         print(f"  {spec.folder}: skip {len(s)}" + (f": {_short_list(s, 12, args.verbose)}" if s else ""))
+        if o:
+            print(f"  {spec.folder}: stale {len(o)}: {_short_list(o, 12, args.verbose)}")
+    if stale and not args.recompute_stale:
+        print(f"error: {StaleResultsError(stale, args.results)}", file=sys.stderr)
+        return 1
     if args.dry_run:
         return 0
     cluster = client = None
+    on_stale = "recompute" if args.recompute_stale else "error"
     try:
         import joblib
         if args.dask_scheduler or args.dask_local:
@@ -996,10 +1351,10 @@ def main(argv=None) -> int:
                   f"{client.scheduler.address}", flush=True)
             with joblib.parallel_config(backend="dask"):
                 report = run_grid(runs, args.results, n_jobs=-1, progress=not args.no_progress,
-                                  raise_errors=False, log=print)
+                                  raise_errors=False, log=print, on_stale=on_stale)
         else:
             report = run_grid(runs, args.results, n_jobs=args.jobs, progress=not args.no_progress,
-                              raise_errors=False, log=print)
+                              raise_errors=False, log=print, on_stale=on_stale)
     except (ValueError, OSError) as e:             # data not found, bad file, ...
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -6,6 +6,7 @@ into pytest's tmp_path. Subprocesses and clusters are killed / closed before a t
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -301,7 +302,7 @@ def test_rerun_skips_finished_runs_and_recomputes_corrupt_ones(tmp_path, count_f
             assert r.path(tmp_path).stat().st_mtime_ns == stamp[r.run_id][0]
     # a file of another run under this run's name is not accepted either
     runs[1].path(tmp_path).write_bytes(stamp[runs[2].run_id][1])
-    todo, done, corrupt = ex.plan(runs, tmp_path)
+    todo, done, corrupt, stale = ex.plan(runs, tmp_path)
     assert todo == [runs[1]] and runs[1] in corrupt
 
 
@@ -326,7 +327,7 @@ def test_read_record_rejects_incomplete_files(tmp_path):
         path.write_text(text)
         with pytest.raises(ValueError, match=msg):
             ex.read_record(path, run)
-        todo, done, corrupt = ex.plan([run], tmp_path)
+        todo, done, corrupt, stale = ex.plan([run], tmp_path)
         assert todo == [run] and not done and msg.split("'")[0] in corrupt[run]
     path.write_text(json.dumps(good))
     assert ex.read_record(path, run) == good
@@ -498,3 +499,286 @@ def test_resume_after_kill(tmp_path):
     assert all(after[k] == v for k, v in before.items())               # not recomputed
     for run in ex.grid("toy90", models=["DEPM"], T=[2, 3, 4], folds=[0, 1], n_iter=400, n_avg=10):
         ex.read_record(run.path(res), run)                             # none corrupted
+
+
+# ---------------------------------------------------------------------------------------------
+# hostile input: records of other data, malformed records, a killed grid's workers
+# ---------------------------------------------------------------------------------------------
+def write_pairs(path, X):
+    """An edge list "i,j" of the ones of the boolean matrix X (read by datasets.load_file)."""
+    path.write_text("".join(f"{i},{j}\n" for i, j in zip(*np.nonzero(X))))
+
+
+def file_fingerprint(path):
+    return epm_lib.datasets.fingerprint(epm_lib.datasets.load_file(path).X)
+
+
+def two_graphs(seed=7):
+    X = np.random.default_rng(seed).random((12, 10)) < 0.3
+    X2 = X.copy()
+    X2[0] = ~X2[0]                                         # the edit: row 0 flipped
+    return X, X2
+
+
+def test_records_of_other_data_are_stale_not_done(tmp_path, count_fits):
+    """Edit the data file, or give another file of the same name: the records of the old data
+    are not reported done. run_grid refuses by default (naming the folder, the file and both
+    fingerprints) and recomputes them with on_stale="recompute"."""
+    X, X2 = two_graphs()
+    f, res = tmp_path / "graph.csv", tmp_path / "res"
+    write_pairs(f, X)
+    runs = ex.grid(str(f), models=["DEPM"], T=[2], folds=[0, 1], **FAST)
+    ex.run_grid(runs, res, n_jobs=1, progress=False)
+    old_fp = file_fingerprint(f)
+    stamp = {r.key: r.path(res).read_bytes() for r in runs}
+    assert len(count_fits) == 2
+    write_pairs(f, X2)                                     # same name, same process, other data
+    new_fp = file_fingerprint(f)
+    assert new_fp != old_fp
+    p = ex.plan(runs, res)
+    assert not p.done and not p.corrupt and set(p.stale) == set(p.todo) == set(runs)
+    with pytest.raises(ex.StaleResultsError) as info:
+        ex.run_grid(runs, res, n_jobs=1, progress=False)
+    msg = str(info.value)
+    for part in (f"{res / 'graph'}/ holds 2 finished runs of other data", str(f), old_fp, new_fp,
+                 str(runs[0].path(res)), 'on_stale="recompute"', "--recompute-stale", "--results"):
+        assert part in msg, (part, msg)
+    assert len(count_fits) == 2 and {r.key: r.path(res).read_bytes() for r in runs} == stamp
+    report = ex.run_grid(runs, res, n_jobs=1, progress=False, on_stale="recompute")
+    assert sorted(report.stale) == sorted(report.done) == sorted(r.key for r in runs)
+    assert not report.skipped and len(count_fits) == 4
+    for r in runs:
+        rec = ex.read_record(r.path(res), r)
+        assert rec["data"]["fingerprint"] == new_fp
+        Xf = epm_lib.datasets.load_file(f).X
+        X_train, test = ex.split(Xf, ex.cv_fold(Xf.shape, r.fold))
+        assert rec["traces"]["K"] == epm_lib.fit(X_train, "DEPM", T=2, test=test, **FAST).K.tolist()
+    report = ex.run_grid(runs, res, n_jobs=1, progress=False)
+    assert sorted(report.skipped) == sorted(r.key for r in runs) and not report.stale
+    # another file of the same name elsewhere, with other data: stale as well
+    other = tmp_path / "elsewhere" / "graph.csv"
+    other.parent.mkdir()
+    write_pairs(other, X)
+    runs2 = ex.grid(str(other), models=["DEPM"], T=[2], folds=[0, 1], **FAST)
+    assert [r.key for r in runs2] == [r.key for r in runs]
+    with pytest.raises(ex.StaleResultsError, match=re.escape(str(other))):
+        ex.run_grid(runs2, res, n_jobs=1, progress=False)
+    # the same matrix written differently (lines reversed): the same data, done
+    other.write_text("".join(reversed(f.read_text().splitlines(keepends=True))))
+    assert ex.plan(runs2, res).done == runs2
+
+
+def test_worker_refuses_data_other_than_planned():
+    """A worker that loads other data than the grid was planned with fails the run."""
+    run = ex.Run("toy90", "DEPM", T=2, **FAST)
+    out = ex._execute(run, os.getpid(), "0" * 64)
+    assert out[0] == "error" and out[1] == run.key
+    assert "fingerprint" in out[2] and "0" * 64 in out[2] and run.data.fingerprint() in out[2]
+    assert ex._execute(run, os.getpid(), run.data.fingerprint())[0] == "ok"
+
+
+def test_cli_refuses_stale_results_and_recomputes_them_on_request(tmp_path, capsys):
+    X, X2 = two_graphs(8)
+    f, res = tmp_path / "graph.csv", tmp_path / "res"
+    write_pairs(f, X)
+    args = ["--dataset", str(f), "--models", "DEPM", "--T", "2", "--folds", "0", "--n-iter", "5",
+            "--n-avg", "2", "--jobs", "1", "--results", str(res), "--no-progress"]
+    assert ex.main(args) == 0
+    path = res / "graph" / "DEPM-T2-fold0-seed0-n5-avg2.json"
+    before, old_fp = path.read_bytes(), file_fingerprint(f)
+    write_pairs(f, X2)
+    new_fp = file_fingerprint(f)
+    capsys.readouterr()
+    for extra in ([], ["--dry-run"]):
+        assert ex.main(args + extra) == 1
+        out, err = capsys.readouterr()
+        assert "0 done (skipped), 1 to run (1 of other data: stale)" in out
+        assert "graph: stale 1: DEPM-T2-fold0-seed0-n5-avg2" in out
+        assert err.startswith("error: ") and "runs computed" not in out
+        for part in (str(path), str(f), old_fp, new_fp, "--recompute-stale"):
+            assert part in err
+        assert path.read_bytes() == before
+    assert ex.main(args + ["--recompute-stale"]) == 0
+    out, err = capsys.readouterr()
+    assert "1 of other data: stale, recomputed" in out and "1 runs computed, 0 skipped" in out
+    assert json.loads(path.read_text())["data"]["fingerprint"] == new_fp
+    assert ex.main(args) == 0 and "1 done (skipped), 0 to run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name,K_init,n", [
+    ("enron09", [None, 1, 10, 50, 128], 330),
+    ("movielens100k", [None, 1, 10, 50, 128], 330),
+    ("movielens1m", [None], 290),
+])
+def test_stored_records_are_done_for_the_real_data(name, K_init, n):
+    """The committed records under results/ are recognised as done for the data sets themselves
+    (MovieLens: when $EPM_DATA_DIR holds it)."""
+    from pathlib import Path
+    results = Path(__file__).resolve().parents[1] / "results"
+    runs = ex.grid(name, folds="0-9", K_init=K_init)
+    try:
+        t = time.perf_counter()
+        p = ex.plan(runs, results)
+        seconds = time.perf_counter() - t
+    except epm_lib.datasets.DataNotFoundError as e:
+        pytest.skip(str(e)[:80])
+    assert len(runs) == len(p.done) == n and not p.todo and not p.corrupt and not p.stale
+    assert seconds < 20
+
+
+DELETE = object()
+
+
+def set_field(rec, dotted, value):
+    """A deep copy of rec with the field at the dotted path set to value (or deleted)."""
+    rec = json.loads(json.dumps(rec))
+    *parents, last = dotted.split(".")
+    d = rec
+    for k in parents:
+        d = d[k]
+    if value is DELETE:
+        del d[last]
+    else:
+        d[last] = value
+    return rec
+
+
+@pytest.fixture(scope="module")
+def good_record():
+    return ex.run_one(ex.Run("toy90", "DEPM", T=2, **FAST))
+
+
+@pytest.mark.parametrize("field,value", [
+    ("K_mean", "abc"), ("fold", "x"), ("fold", 1.5), ("seed", -1), ("T", "2"), ("T", True),
+    ("tdll", [1.0]), ("tdauc_pr", {}), ("model", 3), ("dataset", None),
+    ("settings.n_iter", "5"), ("settings.n_avg", 2.0), ("settings.n_folds", None),
+    ("traces.tdll", ["a"] * 5), ("traces.K", [1.5] * 5), ("traces.M", ["1"] * 5),
+    ("traces.seconds", [None, "x", 1, 2, 3]), ("traces.hyper.gamma0", ["x"] * 5), ("traces.M", DELETE),
+    ("traces.hyper", [1, 2]), ("data.fingerprint", 5), ("data.shape", [90]), ("data", "x"),
+    ("time.wall", "1"), ("time", None),
+])
+def test_malformed_record_names_the_file_and_field(tmp_path, good_record, field, value):
+    """A record of the right layout but a wrong type in a field the summary or the chapters use:
+    read_record names the file and the field, load_results skips it with that warning, the
+    summary of the others works, and a grid recomputes it."""
+    run = ex.Run("toy90", "DEPM", T=2, **FAST)
+    ok = ex.Run("toy90", "DEPM", T=2, fold=1, **FAST)
+    ex.write_record({**good_record, "run_id": ok.run_id, "fold": 1,
+                     "settings": {**good_record["settings"], "fold": 1}}, ok.path(tmp_path))
+    bad = set_field(good_record, field, value)
+    path = ex.write_record(bad, run.path(tmp_path))
+    with pytest.raises(ValueError) as info:
+        ex.read_record(path)
+    assert str(path) in str(info.value) and repr(field) in str(info.value), str(info.value)
+    with pytest.warns(UserWarning, match=re.escape(str(path))):
+        recs = ex.load_results(tmp_path)
+    assert [r["run_id"] for r in recs] == [ok.run_id]
+    assert "DEPM" in ex.format_summary(ex.summarize(recs))
+    p = ex.plan([run, ok], tmp_path)
+    assert p.todo == [run] and p.done == [ok] and repr(field) in p.corrupt[run]
+    if field in ("K_mean", "fold", "seed", "T", "tdll", "tdauc_pr", "model", "dataset", "data",
+                 "data.fingerprint", "time", "time.wall", "settings.n_iter", "settings.n_avg"):
+        with pytest.raises(ValueError) as info:                 # the fields summarize uses
+            ex.summarize([ex.read_record(ok.path(tmp_path)), bad])
+        assert f"record {run.run_id}" in str(info.value).replace("toy90/", "")
+        assert repr(field) in str(info.value)
+
+
+@pytest.mark.parametrize("edit,msg", [
+    (lambda t: t.replace('"K_mean":', '"K_mean":NaN,"x":', 1), r"not valid JSON \(NaN is not a JSON number"),
+    (lambda t: "[" * 100_000, r"not valid JSON \(nested too deeply\)"),
+    (lambda t: t.replace('"K_mean":', '"K_mean":1e999,"x":', 1), "field 'K_mean' must be a number.*, got inf"),
+    (lambda t: t.replace('"fold":0', '"fold":' + "9" * 30, 1), "field 'fold' must be an integer >= 0"),
+    (lambda t: re.sub(r'"traces":\{"K":\[\d+', '"traces":{"K":[-1', t, count=1),
+     "field 'traces.K' must be a list of integers >= 0; entry 0 is -1"),
+])
+def test_unreadable_record_text(tmp_path, good_record, edit, msg):
+    """Not JSON of the format (NaN, too deep) or numbers out of range: named, skipped."""
+    path = tmp_path / "toy90" / "DEPM-T2-fold0-seed0-n5-avg2.json"
+    text = ex.write_record(good_record, path).read_text()
+    path.write_text(edit(text))
+    with pytest.raises(ValueError, match=msg) as info:
+        ex.read_record(path)
+    assert str(path) in str(info.value)
+    with pytest.warns(UserWarning, match=re.escape(str(path))):
+        assert ex.load_results(tmp_path) == []
+
+
+def test_cli_recomputes_a_malformed_record_and_prints_the_summary(tmp_path, capsys):
+    args = ["--dataset", "toy90", "--models", "DEPM", "--T", "2", "--folds", "0", "--n-iter", "5",
+            "--n-avg", "2", "--jobs", "1", "--results", str(tmp_path), "--no-progress"]
+    assert ex.main(args) == 0
+    path = tmp_path / "toy90" / "DEPM-T2-fold0-seed0-n5-avg2.json"
+    good = json.loads(path.read_text())
+    path.write_text(json.dumps({**good, "K_mean": "abc"}))
+    capsys.readouterr()
+    assert ex.main(args) == 0
+    out = capsys.readouterr().out
+    assert "1 corrupt, recomputed" in out and "1 runs computed" in out and "T=2" in out
+    assert json.loads(path.read_text())["K_mean"] == good["K_mean"]
+
+
+def test_workers_exit_when_the_grid_process_is_killed(tmp_path):
+    """SIGKILL the process that drives a grid of two long runs on two loky workers: the workers
+    notice that their parent is gone and exit within seconds instead of finishing their runs."""
+    psutil = pytest.importorskip("psutil")
+    if not sys.platform.startswith("linux"):
+        pytest.skip("reads the names of the workers' threads in /proc")
+    f = tmp_path / "tiny.csv"
+    write_pairs(f, two_graphs()[0])
+    args = cli("--dataset", f, "--models", "DEPM", "--T", 2, "--folds", 0, 1, "--n-iter", 10**6,
+               "--n-avg", 1, "--jobs", 2, "--results", tmp_path / "res", "--no-progress")
+    stderr = tmp_path / "stderr.txt"
+    with open(stderr, "wb") as err:
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    workers = []
+    try:
+        parent = psutil.Process(proc.pid)
+        deadline = time.time() + 60
+
+        def watched(p):                                   # its watchdog thread has started
+            try:
+                return any(open(f"/proc/{p.pid}/task/{t.id}/comm").read().strip() == "epm-watchdog"
+                           for t in p.threads())
+            except (OSError, psutil.Error):
+                return False
+
+        def importing(p):                                 # it unpickled a task: epm_lib, numba
+            try:
+                return "llvmlite" in open(f"/proc/{p.pid}/maps").read()
+            except OSError:
+                return False
+        since = None                                      # both importing (no watchdog: 20 s)
+        while time.time() < deadline and proc.poll() is None:
+            workers = [c for c in parent.children() if "popen_loky" in " ".join(c.cmdline())]
+            if len(workers) == 2 and all(watched(w) for w in workers):
+                break
+            if len(workers) == 2 and all(importing(w) for w in workers):
+                since = since or time.time()
+                if time.time() > since + 20:
+                    break
+            time.sleep(0.1)
+        assert len(workers) == 2, f"no two workers (exit code {proc.poll()}): {stderr.read_text()[-2000:]}"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+        def running(p):                                   # a zombie has exited (and awaits its reaper)
+            try:
+                return p.status() != psutil.STATUS_ZOMBIE
+            except psutil.NoSuchProcess:
+                return False
+        t_kill = time.time()
+        while time.time() < t_kill + 10 and any(running(w) for w in workers):
+            time.sleep(0.05)
+        alive = [w.pid for w in workers if running(w)]
+        assert not alive, f"workers {alive} still run 10 s after their parent was killed"
+        assert "is gone" in stderr.read_text()
+    finally:
+        for w in workers:                                 # never leave a worker behind
+            try:
+                w.kill()
+            except psutil.Error:
+                pass
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
