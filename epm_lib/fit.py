@@ -20,11 +20,13 @@ from .metrics import bernoulli_tdll, tdauc_pr
 from .models import common, gamma_epm, depm, idepm, moves
 
 __all__ = ["fit", "FitResult", "MODELS", "prepare_matrix", "init_state", "DEFAULT_K_INIT",
-           "DEFAULT_SPLIT_MERGE", "concat", "load_result", "CHAIN_STATE"]
+           "DEFAULT_SPLIT_MERGE", "concat", "load_result", "CHAIN_STATE", "missing_mask"]
 
 MODELS = ("EPM", "CEPM", "DEPM", "IDEPM")
 #: IDEPM start: customers spread at random over this many atoms (capped at the number of ones).
 DEFAULT_K_INIT = 100
+#: memory for the samples kept for FitResult.predict when keep_samples is not given
+KEEP_BYTES = 64 * 2 ** 20
 #: split-merge proposals per iteration of the IDEPM and DEPM (``fit(split_merge=...)``); 0 is the
 #: paper's plain Gibbs sampler, still the default while the book's chapters show its protocol
 DEFAULT_SPLIT_MERGE = 0
@@ -50,6 +52,34 @@ class FitResult:
     settings: dict = field(default_factory=dict)
     move_stats: np.ndarray | None = None  # (n_iter, 4): splits proposed, accepted, merges proposed,
                                           # accepted per iteration (zeros without split-merge moves)
+    samples: list | None = None           # (R, C, lambda) of kept iterations (fit's keep_samples)
+
+    def predict(self, rows, cols) -> np.ndarray:
+        """Posterior mean probability of a link, 1 - exp(-sum_k R_ik C_jk lambda_k) averaged over
+        the kept samples (``fit(keep_samples=...)``; with all ``n_avg`` kept, the same average as
+        ``test_prob``), at any entries (rows, cols) of X. For the IDEPM, rows and columns without
+        a one, a test or a missing entry carry no parameters (``state["row_ids"]``)."""
+        if not self.samples:
+            raise ValueError("this result kept no samples: fit with keep_samples >= 1")
+        I, J = self.settings["shape"]
+        r = np.asarray(rows)
+        c = np.asarray(cols)
+        if r.shape != c.shape or r.ndim != 1 or r.dtype.kind not in "iu" or c.dtype.kind not in "iu":
+            raise ValueError("rows and cols must be 1-d integer arrays of the same length")
+        if r.size and (r.min() < 0 or r.max() >= I or c.min() < 0 or c.max() >= J):
+            raise ValueError(f"entries out of range for X of shape {(I, J)}")
+        r, c = r.astype(np.int64), c.astype(np.int64)
+        if self.model == "IDEPM":
+            r, c = _to_compact(r, self.state["row_ids"], "row"), _to_compact(c, self.state["col_ids"], "column")
+        out = np.zeros(r.shape[0])
+        for R, C, lam in self.samples:
+            out += -np.expm1(-common.link_rates(r, c, R, C, lam))
+        return out / len(self.samples)
+
+    @property
+    def sweep_seconds(self) -> np.ndarray:
+        """Seconds of each iteration's sweep (differences of the cumulative ``seconds``)."""
+        return np.diff(self.seconds, prepend=self.settings.get("start_seconds", 0.0))
 
     def save(self, path):
         """Write the result (traces, final state, random streams, settings) to ``path`` (.npz),
@@ -200,6 +230,62 @@ def _check_test(test, I, J, rows, cols):
     return tr, tc, tl.astype(np.int8)
 
 
+def missing_mask(shape, rows, cols, diagonal=False):
+    """A ``mask`` for ``fit``: the entries (rows, cols) (e.g. the held-out ones of a test set) and,
+    with ``diagonal=True`` for a square matrix (a network without self-loops), the diagonal, as a
+    boolean scipy.sparse CSR matrix of ``shape``."""
+    I, J = shape
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    if rows.shape != cols.shape or rows.ndim != 1:
+        raise ValueError("rows and cols must be 1-d arrays of the same length")
+    if rows.size and (rows.min() < 0 or rows.max() >= I or cols.min() < 0 or cols.max() >= J):
+        raise ValueError(f"entries out of range for shape {(I, J)}")
+    if diagonal:
+        if I != J:
+            raise ValueError(f"diagonal=True needs a square matrix, got shape {(I, J)}")
+        rows = np.concatenate([rows, np.arange(I)])
+        cols = np.concatenate([cols, np.arange(I)])
+    m = sp.csr_matrix((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(I, J))
+    m.sum_duplicates()
+    m.data[:] = True
+    return m
+
+
+def _check_mask(mask, I, J, rows, cols):
+    """The missing entries of ``fit(mask=...)`` as (rows, cols) in row-major order (empty arrays
+    without a mask). A one of X under the mask is an error: an entry is observed or missing."""
+    empty = np.zeros(0, dtype=np.int64)
+    if mask is None:
+        return empty, empty
+    if sp.issparse(mask):
+        Mo = sp.coo_matrix(mask)
+        if Mo.shape != (I, J):
+            raise ValueError(f"mask must have the shape of X {(I, J)}, got {Mo.shape}")
+        d = Mo.data
+        if d.dtype.kind == "f" and np.isnan(d).any():
+            raise ValueError("mask contains NaN; it must be boolean (True: the entry is missing)")
+        if d.dtype.kind not in "biuf" or np.any((d != 0) & (d != 1)):
+            raise ValueError("mask must be boolean or 0/1 (True: the entry is missing)")
+        keep = d != 0
+        key = np.unique(Mo.row[keep].astype(np.int64) * J + Mo.col[keep])
+    else:
+        A = np.asarray(mask)
+        if A.shape != (I, J):
+            raise ValueError(f"mask must have the shape of X {(I, J)}, got {A.shape}")
+        if A.dtype.kind == "f" and np.isnan(A).any():
+            raise ValueError("mask contains NaN; it must be boolean (True: the entry is missing)")
+        if A.dtype.kind not in "biuf" or np.any((A != 0) & (A != 1)):
+            raise ValueError("mask must be boolean or 0/1 (True: the entry is missing)")
+        key = np.flatnonzero(A.ravel() != 0).astype(np.int64)
+    clash = np.isin(key, rows * J + cols)
+    if clash.any():
+        e = int(key[np.flatnonzero(clash)[0]])
+        raise ValueError(f"{int(clash.sum())} ones of X are under the mask (e.g. ({e // J}, {e % J})); "
+                         f"an entry is either observed (0 or 1) or missing: set held-out ones to 0 in X")
+    return key // J, key % J
+
+
 def _check_int(name, v, lo):
     if isinstance(v, bool) or not isinstance(v, Integral) or v < lo:
         raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
@@ -227,10 +313,11 @@ CHAIN_STATE = {"EPM": ("U", "V", "lam", "h"), "CEPM": ("U", "V", "lam", "h"),
                "DEPM": ("phi", "psi", "lam", "h"), "IDEPM": ("offsets", "z", "h")}
 
 
-def _data_digest(I, J, rows, cols, test):
-    """A digest of the training matrix and the test entries (a resumed chain must see the same)."""
+def _data_digest(I, J, rows, cols, test, nnz):
+    """A digest of the training matrix, its missing entries and the test entries (a resumed
+    chain must see the same)."""
     import hashlib
-    h = hashlib.sha256(np.array([I, J], dtype=np.int64).tobytes())
+    h = hashlib.sha256(np.array([I, J, nnz], dtype=np.int64).tobytes())
     h.update(np.ascontiguousarray(rows, dtype=np.int64).tobytes())
     h.update(np.ascontiguousarray(cols, dtype=np.int64).tobytes())
     if test is not None:
@@ -266,12 +353,14 @@ def concat(*results):
     last = results[-1]
     cat = lambda name: np.concatenate([getattr(r, name) for r in results])  # noqa: E731
     settings = dict(last.settings, start_iter=results[0].settings["start_iter"],
+                    start_seconds=results[0].settings.get("start_seconds", 0.0),
                     n_iter=sum(r.settings["n_iter"] for r in results))
     return FitResult(model=last.model, T=last.T, K=cat("K"), seconds=cat("seconds"),
                      tdll_trace=cat("tdll_trace"), test_prob=last.test_prob, tdll=last.tdll,
                      tdauc_pr=last.tdauc_pr,
                      hyper={n: np.concatenate([r.hyper[n] for r in results]) for n in last.hyper},
-                     M=cat("M"), state=last.state, settings=settings, move_stats=cat("move_stats"))
+                     M=cat("M"), state=last.state, settings=settings, move_stats=cat("move_stats"),
+                     samples=last.samples)
 
 
 def load_result(path) -> "FitResult":
@@ -293,6 +382,16 @@ def load_result(path) -> "FitResult":
                      tdll_trace=arrays["tdll_trace"], test_prob=tp, tdll=meta["tdll"],
                      tdauc_pr=meta["tdauc_pr"], hyper=hyper, M=arrays["M"], state=state,
                      settings=meta["settings"], move_stats=arrays["move_stats"])
+
+
+def _to_compact(idx, ids, what):
+    pos = np.searchsorted(ids, idx)
+    ok = (pos < ids.shape[0]) & (ids[np.minimum(pos, ids.shape[0] - 1)] == idx)
+    if not ok.all():
+        bad = int(idx[np.flatnonzero(~ok)[0]])
+        raise ValueError(f"{what} {bad} has no ones, test or missing entries, so the IDEPM drew no "
+                         f"parameters for it; list such pairs in fit's test or mask to predict them")
+    return pos
 
 
 def _compact(idx, test_idx, n):
@@ -358,7 +457,8 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
 # ----------------------------------------------------------------------------------------------
 
 def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=None,
-        a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None, split_merge=None, resume=None):
+        a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None, split_merge=None, resume=None,
+        mask=None, keep_samples=None):
     """Run a Gibbs sampler of the EPM, CEPM, DEPM (truncated at ``T``) or IDEPM on a binary matrix.
 
     Parameters
@@ -370,7 +470,18 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     seed : seed of the ``numpy.random.Generator`` that drives the whole run (the IDEPM draws the
         parameters it needs only for predictions from a child stream, ``rng.spawn(1)[0]``);
         the same seed gives bit-identical results.
-    test : None or (rows, cols, labels): held-out entries, which must be zeros of X.
+    test : None or (rows, cols, labels): held-out entries, which must be zeros of X. Alone, they
+        are observed zeros in training (the paper's protocol); to leave them out of the
+        likelihood (the usual link-prediction protocol) also put them in ``mask``.
+    keep_samples : how many samples (phi or U, psi or V, lambda) of the last ``n_avg`` iterations
+        to keep for ``FitResult.predict`` (evenly spaced, the last one always). Default: all
+        ``n_avg`` when they fit in ``KEEP_BYTES`` (else as many as fit); for the IDEPM without a
+        test set only the final sample (its parameters are drawn only where needed; an explicit
+        number draws them in the window, from the prediction stream).
+    mask : None or a boolean (I, J) matrix, dense or scipy.sparse: True marks a missing entry,
+        left out of the likelihood exactly (its latent count is drawn from the Poisson of
+        Eq. (1) each sweep, data augmentation; cost O(missing entries x atoms) per sweep). A
+        one of X under the mask is an error.
     K_init : number of atoms the chain starts on. IDEPM: the customers start spread over
         ``K_init`` atoms (default ``DEFAULT_K_INIT`` = 100, capped at the number of ones).
         EPM, CEPM, DEPM: 1 <= K_init <= T; the gamma process's mass starts on the first
@@ -437,16 +548,27 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
             raise ValueError(f"K_init = {K_init} exceeds the truncation level T = {T}")
     n_iter = _check_int("n_iter", n_iter, 1)
     n_avg = _check_int("n_avg", n_avg, 1)
+    if keep_samples is not None:
+        keep_samples = min(_check_int("keep_samples", keep_samples, 1), n_avg)
     if n_avg > n_iter:
         raise ValueError(f"n_avg = {n_avg} exceeds n_iter = {n_iter}")
     e0, f0 = _check_pos("e0", e0), _check_pos("f0", f0)
     _check_seed(seed)
     I, J, rows, cols = prepare_matrix(X)
     test = _check_test(test, I, J, rows, cols)
+    mrows, mcols = _check_mask(mask, I, J, rows, cols)
+    if mrows.size and model == "IDEPM" and m_step == "paper":
+        raise ValueError("mask needs the IDEPM's exact m-step (m_step='exact'): the paper's m-step "
+                         "redraws every count from a zero-truncated Poisson")
+    nnz = rows.shape[0]
+    # the sweeps see the ones of X followed by the missing entries (counts from the Poisson of
+    # Eq. (1), zero allowed; common.sample_latent_counts): e_rows[:nnz] are the ones
+    e_rows, e_cols = (rows, cols) if not mrows.size else (np.concatenate([rows, mrows]),
+                                                           np.concatenate([cols, mcols]))
 
     rng = np.random.default_rng(seed)
     st = init_state(model, rng, I, J, rows, cols, T=T, K_init=K_init)
-    digest = _data_digest(I, J, rows, cols, test)
+    digest = _data_digest(I, J, e_rows, e_cols, test, nnz)
     start_iter, elapsed = 0, 0.0
     if resume is not None:              # continue a chain: its state and its random streams
         resume = _check_resume(resume, dict(model=model, T=T, e0=e0, f0=f0, a_update=a_update,
@@ -456,6 +578,7 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         rng.bit_generator.state = resume.state["rng"]
         start_iter = resume.settings["start_iter"] + resume.settings["n_iter"]
         elapsed = float(resume.seconds[-1])
+    start_seconds = elapsed
     # The IDEPM's count tables (and its phi, psi) need only the rows and columns that carry ones
     # or test entries: the others hold no customers (a factor 1 in Eq. (5)) and enter the sampler
     # only through I and J. Kernels see compact indices; memory O(nnz + (I' + J') K+).
@@ -463,8 +586,10 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     Ic, Jc = I, J
     row_ids = col_ids = None
     if model == "IDEPM":
-        row_ids, k_rows, k_test_r = _compact(rows, None if test is None else test[0], I)
-        col_ids, k_cols, k_test_c = _compact(cols, None if test is None else test[1], J)
+        row_ids, k_rows, k_test_r = _compact(e_rows, None if test is None else test[0], I)
+        col_ids, k_cols, k_test_c = _compact(e_cols, None if test is None else test[1], J)
+        if mrows.size and resume is None:   # the missing entries start with no customers
+            st["offsets"] = np.concatenate([st["offsets"], np.full(mrows.size, nnz, dtype=np.int64)])
         Ic, Jc = row_ids.shape[0], col_ids.shape[0]
         if test is not None:
             k_test = (k_test_r, k_test_c, test[2])
@@ -475,6 +600,7 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     seconds = np.empty(n_iter)
     tdll_trace = np.full(n_iter, np.nan)
     prob_sum = None
+    samples, keep_its = [], None        # parameters kept for FitResult.predict
     if test is not None:
         # evaluate the test entries in row-major order (each row of U lambda stays in cache,
         # the rows of V are visited in increasing order); results are returned in the caller's order
@@ -505,29 +631,25 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     for it in iterator:
         t0 = time.perf_counter()
         if model in ("EPM", "CEPM"):
-            M[it] = gamma_epm.epm_sweep(rng, rows, cols, st["U"], st["V"], st["lam"], st["h"],
+            M[it] = gamma_epm.epm_sweep(rng, e_rows, e_cols, st["U"], st["V"], st["lam"], st["h"],
                                         m_ik, m_jk, m_k, e0, f0, model == "CEPM", float(I), float(J),
-                                        paper, grid)
+                                        paper, grid, nnz)
             if M[it] < 0:
-                raise common.m_step_error(M[it], rows, cols, model)
+                raise common.m_step_error(M[it], e_rows, e_cols, model)
             K[it] = int(np.count_nonzero(m_k))
             R, C, lam = st["U"], st["V"], st["lam"]
         elif model == "DEPM":
-            if split_merge:
-                sm_stats = np.zeros(5, dtype=np.int64)
-                M[it] = depm.depm_sweep(rng, rows, cols, st["phi"], st["psi"], st["lam"], st["h"],
-                                        m_ik, m_jk, m_k, e0, f0, split_merge, sm_stats)
-                move_stats[it] = sm_stats[:4]
-            else:
-                M[it] = depm.depm_sweep(rng, rows, cols, st["phi"], st["psi"], st["lam"], st["h"],
-                                        m_ik, m_jk, m_k, e0, f0)
+            sm_stats = np.zeros(5, dtype=np.int64)
+            M[it] = depm.depm_sweep(rng, e_rows, e_cols, st["phi"], st["psi"], st["lam"], st["h"],
+                                    m_ik, m_jk, m_k, e0, f0, split_merge, sm_stats, nnz)
+            move_stats[it] = sm_stats[:4]
             if M[it] < 0:
-                raise common.m_step_error(M[it], rows, cols, model)
+                raise common.m_step_error(M[it], e_rows, e_cols, model)
             K[it] = int(np.count_nonzero(m_k))
             R, C, lam = st["phi"], st["psi"], st["lam"]
         else:
             offsets, z, *counts, Kp = idepm.idepm_sweep(rng, k_rows, k_cols, st["offsets"], st["z"], *counts,
-                                                        I, J, st["h"], e0, f0, m_step == "exact", 1)
+                                                        I, J, st["h"], e0, f0, m_step == "exact", 1, nnz)
             if split_merge:                  # Metropolis-Hastings split-merge moves (models.moves)
                 z, *counts, Kp, stats = moves.split_merge_idepm(
                     rng, k_rows, k_cols, offsets, z, *counts, I, J,
@@ -536,11 +658,11 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
             st.update(offsets=offsets, z=z)
             K[it] = Kp
             M[it] = z.shape[0]
-            if test is not None or it == n_iter - 1:
+            if test is not None or it == n_iter - 1 or (keep_samples and it >= n_iter - n_avg):
                 # the collapsed chain has no phi, psi, lambda: draw the active atoms' from their
                 # conditional given the seating, for predictions. Timed with the sweep, since every
                 # prediction needs it (the truncated models draw theirs inside the sweep).
-                if test is None:            # the stream as it was before this final draw: a resumed
+                if test is None and it == n_iter - 1:   # the stream before this final draw: a resumed
                     pred_state = rng_pred.bit_generator.state   # chain then draws the same at its end
                 R, C, lam = idepm.sample_active_parameters(rng_pred, *counts, np.arange(Kp), Kp,
                                                            *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]],
@@ -550,6 +672,17 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         seconds[it] = elapsed
         for n, v in zip(names, st["h"]):
             hyper[n][it] = v
+        if it >= n_iter - n_avg and (model != "IDEPM" or test is not None or keep_samples
+                                     or it == n_iter - 1):
+            if keep_its is None:        # at the window's first sample: how many fit in memory
+                per = 8 * (R.size + C.size + lam.size)
+                n_keep = keep_samples or (n_avg if model != "IDEPM" or test is not None else 1)
+                if keep_samples is None:
+                    n_keep = max(1, min(n_keep, KEEP_BYTES // max(per, 1)))
+                keep_its = set((n_iter - 1 - np.round(np.linspace(0, n_avg - 1, n_keep))).astype(int).tolist()) \
+                    if n_keep > 1 else {n_iter - 1}
+            if it in keep_its:
+                samples.append((np.array(R, copy=True), np.array(C, copy=True), np.array(lam, copy=True)))
         if test is not None:
             if it >= n_iter - n_avg:    # the posterior mean needs every test entry's rate
                 rates = common.link_rates(t_rows, t_cols, R, C, lam)
@@ -577,8 +710,9 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         st["rng_pred"] = rng_pred.bit_generator.state if test is not None else pred_state
     settings = dict(model=model, T=T, n_iter=n_iter, n_avg=n_avg, seed=seed, K_init=K_init,
                     a_update=a_update, m_step=m_step, split_merge=split_merge if model in ("IDEPM", "DEPM")
-                    else None, e0=e0, f0=f0, start_iter=start_iter, data_digest=digest, shape=(I, J), nnz=int(rows.size),
-                    n_test=0 if test is None else int(test[0].size))
+                    else None, e0=e0, f0=f0, start_iter=start_iter, start_seconds=start_seconds,
+                    data_digest=digest, shape=(I, J), nnz=int(rows.size),
+                    n_test=0 if test is None else int(test[0].size), n_masked=int(mrows.size))
     return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
                      tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings,
-                     move_stats=move_stats)
+                     move_stats=move_stats, samples=samples)

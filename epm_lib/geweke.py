@@ -147,13 +147,24 @@ def _seating_from_counts(m, rows, cols):
 
 
 def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_update="exact",
-                     m_step="exact", split_merge=0):
+                     m_step="exact", split_merge=0, mask=None):
     """Successive-conditional simulator: ``n`` alternations of data | parameters and one sweep.
 
     ``a_update="paper"`` (EPM, CEPM) runs the a-updates as printed in the paper;
     ``m_step="paper"`` (IDEPM) runs the paper's m-step instead of the exact one;
-    ``split_merge`` (IDEPM, DEPM): split-merge proposals per sweep (``models.moves``), as in ``fit``.
+    ``split_merge`` (IDEPM, DEPM): split-merge proposals per sweep (``models.moves``), as in ``fit``;
+    ``mask`` (boolean I x J): entries missing from the data, as ``fit(mask=...)``: the sweeps see
+    the ones outside the mask and the masked entries as missing (their counts drawn from the
+    Poisson, not the zero-truncated one).
     """
+    if mask is None:
+        mask = np.zeros((I, J), dtype=bool)
+    mrows, mcols = (a.astype(np.int64) for a in np.nonzero(mask))
+
+    def entries(m):                      # observed ones, then the missing entries; and how many ones
+        x = (m.sum(axis=2) > 0) & ~mask
+        r, c = (a.astype(np.int64) for a in np.nonzero(x))
+        return np.concatenate([r, mrows]), np.concatenate([c, mcols]), r.size
     rng = np.random.default_rng(seed)
     out = {s: np.empty(n) for s in STATS[model]}
     h = _hyper_prior(model, rng, e0, f0)
@@ -162,20 +173,20 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
     if model == "IDEPM":
         phi, psi, lam = _params_prior("DEPM", rng, h, I, J, IDEPM_REST_ATOMS)
         m = _data(rng, phi, psi, lam)
-        rows, cols = _ones(m)
+        rows, cols, n_ones = entries(m)
         offsets, z = _seating_from_counts(m, rows, cols)
         for t in range(n):
             if rows.size:
-                counts = idepm.seat_counts(rows, cols, offsets, z, I, J, int(z.max()) + 1)
+                counts = idepm.seat_counts(rows, cols, offsets, z, I, J, int(z.max()) + 1 if z.size else 1)
                 offsets, z, *counts, _ = idepm.idepm_sweep(rng, rows, cols, offsets, z, *counts, I, J, h,
-                                                           e0, f0, m_step == "exact", 1)
+                                                           e0, f0, m_step == "exact", 1, n_ones)
                 if split_merge:
                     z, *_ = moves.split_merge_idepm(rng, rows, cols, offsets, z, *counts, I, J,
                                                     h[0], h[1], h[2], split_merge)
             else:   # no ones: nothing to seat; the hyperparameters still move
                 idepm_empty_sweep(rng, I, J, h, e0, f0)
             m = _idepm_data(rng, rows, cols, offsets, z, I, J, h)
-            rows, cols = _ones(m)
+            rows, cols, n_ones = entries(m)
             offsets, z = _seating_from_counts(m, rows, cols)
             _record(out, t, model, h, None, m)
         return out
@@ -187,12 +198,13 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
         m = _data(rng, R, C, lam)
         extra = {"phi00": R[0, 0]} if model == "DEPM" else None
         _record(out, t, model, h, lam, m, extra)
-        rows, cols = _ones(m)
+        rows, cols, n_ones = entries(m)
         if model == "DEPM":
-            depm.depm_sweep(rng, rows, cols, R, C, lam, h, m_ik, m_jk, m_k, e0, f0, split_merge)
+            depm.depm_sweep(rng, rows, cols, R, C, lam, h, m_ik, m_jk, m_k, e0, f0, split_merge,
+                            None, n_ones)
         else:
             gamma_epm.epm_sweep(rng, rows, cols, R, C, lam, h, m_ik, m_jk, m_k, e0, f0,
-                                model == "CEPM", float(I), float(J), paper, grid)
+                                model == "CEPM", float(I), float(J), paper, grid, n_ones)
     return out
 
 

@@ -412,3 +412,114 @@ def test_split_merge_moves_leave_one_atom(toy, model, T):
     assert moved.settings["split_merge"] == 5
     with pytest.raises(ValueError, match="split_merge exists only for the IDEPM and DEPM"):
         fit(toy, "EPM", T=4, n_iter=2, n_avg=1, split_merge=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# missing entries
+# ----------------------------------------------------------------------------------------------
+
+def _pit_of_missing_row(masked, n_sweeps=6000, thin=5):
+    """PIT values Gamma(a1, b1).cdf(U_0k) of the EPM's first row along a chain (kernel level)."""
+    from scipy import stats
+    from epm_lib.distributions import cepm_grid
+    from epm_lib.models import gamma_epm
+    rng = np.random.default_rng(3)
+    X = (rng.random((12, 10)) < 0.35).astype(np.int8)
+    X[0, :] = 0
+    I, J, T = 12, 10, 3
+    rows, cols = (a.astype(np.int64) for a in np.nonzero(X))
+    n_ones = rows.size
+    if masked:
+        rows = np.concatenate([rows, np.zeros(J, np.int64)])
+        cols = np.concatenate([cols, np.arange(J, dtype=np.int64)])
+    st = fit_module.init_state("EPM", rng, I, J, rows, cols, T=T)
+    m_ik, m_jk, m_k = np.zeros((I, T), np.int64), np.zeros((J, T), np.int64), np.zeros(T, np.int64)
+    grid = cepm_grid()
+    pit = []
+    for t in range(n_sweeps):
+        gamma_epm.epm_sweep(rng, rows, cols, st["U"], st["V"], st["lam"], st["h"], m_ik, m_jk, m_k,
+                            1.0, 1.0, False, float(I), float(J), False, grid, n_ones)
+        if t >= 500 and t % thin == 0:
+            a1, b1 = st["h"][0], st["h"][1]
+            pit.extend(stats.gamma.cdf(st["U"][0], a1, scale=1.0 / b1))
+    return stats.kstest(np.array(pit)[::3], "uniform").pvalue
+
+
+def test_fully_missing_row_keeps_its_prior():
+    """No data on row 0: U_0k | a1, b1 must stay Gamma(a1, b1) (PIT uniform); observed zeros
+    in that row (no mask) pull U_0k down, and the same check sees it."""
+    p_masked = _pit_of_missing_row(True)
+    p_zeros = _pit_of_missing_row(False)
+    print(f"KS p-value, row 0 missing: {p_masked:.3f}; row 0 observed zeros: {p_zeros:.1e}")
+    assert p_masked > 1e-3 and p_zeros < 1e-6
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_mask_runs_and_predicts(model, T):
+    X, (tr, tc, tl) = small_problem(7)
+    mask = fit_module.missing_mask(X.shape, tr, tc)
+    r = fit(X, model, T=T, n_iter=20, n_avg=5, seed=0, test=(tr, tc, tl), mask=mask)
+    assert r.settings["n_masked"] == tr.size and np.all((r.test_prob > 0) & (r.test_prob < 1))
+    # a dense boolean mask is the same mask
+    r2 = fit(X, model, T=T, n_iter=20, n_avg=5, seed=0, test=(tr, tc, tl), mask=mask.toarray())
+    assert np.array_equal(r.K, r2.K) and np.array_equal(r.test_prob, r2.test_prob)
+    # an empty mask is no mask, draw for draw
+    a = fit(X, model, T=T, n_iter=10, n_avg=5, seed=0, mask=np.zeros(X.shape, bool))
+    b = fit(X, model, T=T, n_iter=10, n_avg=5, seed=0)
+    assert np.array_equal(a.K, b.K) and np.array_equal(a.M, b.M)
+
+
+def test_mask_errors_and_helper():
+    X, (tr, tc, tl) = small_problem(7)
+    ones = np.argwhere(X == 1)[0]
+    bad = np.zeros(X.shape, bool)
+    bad[tuple(ones)] = True
+    with pytest.raises(ValueError, match=r"ones of X are under the mask"):
+        fit(X, "DEPM", T=2, n_iter=2, n_avg=1, mask=bad)
+    with pytest.raises(ValueError, match=r"mask must have the shape of X"):
+        fit(X, "DEPM", T=2, n_iter=2, n_avg=1, mask=np.zeros((3, 3), bool))
+    with pytest.raises(ValueError, match=r"mask contains NaN"):
+        fit(X, "DEPM", T=2, n_iter=2, n_avg=1, mask=np.full(X.shape, np.nan))
+    with pytest.raises(ValueError, match=r"mask must be boolean"):
+        fit(X, "DEPM", T=2, n_iter=2, n_avg=1, mask=np.full(X.shape, 2))
+    with pytest.raises(ValueError, match=r"exact m-step"):
+        fit(X, "IDEPM", n_iter=2, n_avg=1, m_step="paper", mask=fit_module.missing_mask(X.shape, tr, tc))
+    m = fit_module.missing_mask((4, 4), [0, 0], [1, 1], diagonal=True)
+    assert m.nnz == 5 and m[0, 1] and m[2, 2]
+    with pytest.raises(ValueError, match="square"):
+        fit_module.missing_mask((4, 5), [0], [1], diagonal=True)
+    a = fit(X, "DEPM", T=3, n_iter=3, n_avg=1, mask=fit_module.missing_mask(X.shape, tr, tc))
+    with pytest.raises(ValueError, match="data_digest"):        # resume with another mask
+        fit(X, "DEPM", T=3, n_iter=3, n_avg=1, resume=a)
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_predict_matches_test_prob(model, T):
+    X, test = small_problem(8)
+    r = fit(X, model, T=T, n_iter=20, n_avg=6, seed=2, test=test)
+    assert len(r.samples) == 6
+    assert np.allclose(r.predict(test[0], test[1]), r.test_prob, rtol=1e-12, atol=0)
+    # any pairs: the ones of X, too
+    ones = np.argwhere(X == 1)[:5]
+    p = r.predict(ones[:, 0], ones[:, 1])
+    assert p.shape == (5,) and np.all((p > 0) & (p < 1))
+    assert r.sweep_seconds.shape == (20,) and np.all(r.sweep_seconds >= 0)
+    assert np.isclose(r.sweep_seconds.sum(), r.seconds[-1])
+    with pytest.raises(ValueError, match="out of range"):
+        r.predict(np.array([100]), np.array([0]))
+
+
+def test_keep_samples_option():
+    X, test = small_problem(8)
+    r = fit(X, "DEPM", T=4, n_iter=20, n_avg=10, seed=2, keep_samples=3)
+    assert len(r.samples) == 3
+    r = fit(X, "IDEPM", n_iter=20, n_avg=10, seed=2)                 # no test: the final sample only
+    assert len(r.samples) == 1
+    r2 = fit(X, "IDEPM", n_iter=20, n_avg=10, seed=2, keep_samples=4)
+    assert len(r2.samples) == 4 and np.array_equal(r.K, r2.K)       # the chain is the same
+    empty_row = int(np.flatnonzero(~X.any(axis=1))[0]) if (~X.any(axis=1)).any() else None
+    if empty_row is not None:
+        with pytest.raises(ValueError, match="drew no parameters"):
+            r2.predict(np.array([empty_row]), np.array([0]))
+    with pytest.raises(ValueError, match="keep_samples must be"):
+        fit(X, "DEPM", T=4, n_iter=5, n_avg=2, keep_samples=0)

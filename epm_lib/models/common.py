@@ -107,7 +107,7 @@ def _group_sums(ri, cj, P, G, T):
 
 
 @njit(cache=True)
-def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
+def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1):
     """The m-step, Eqs. (10)-(11): for every one of X, m_ij. ~ ZTP(sum_k R_ik C_jk lam_k),
     then its partition over atoms ~ Multinomial(m_ij.; R_ik C_jk lam_k / sum).
 
@@ -129,8 +129,16 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     total exceeds ``MAX_CUSTOMERS_TOTAL + MAX_CUSTOMERS_PER_ONE_AVG * nnz``, the m-step stops and
     returns ``-(e + 1)`` for the entry ``e`` where it stopped (the aggregates are then partial and
     must not be used); :func:`m_step_error` turns the code into a message.
+
+    Missing entries (``fit(mask=...)``): the entries ``e >= n_ones`` of ``rows``, ``cols`` are
+    unobserved, not ones; their x_ij is unknown, so their count is the plain Poisson of Eq. (1),
+    m_ij. ~ Poisson(sum_k R_ik C_jk lam_k) (zero allowed), partitioned the same way: the
+    complete-data likelihood stays the Poisson factorisation over all entries, so every other
+    update is unchanged. Default ``n_ones = -1``: every entry is a one.
     """
     I, T = R.shape
+    if n_ones < 0:
+        n_ones = rows.shape[0]
     m_ik[:, :] = 0
     m_jk[:, :] = 0
     m_k[:] = 0
@@ -153,7 +161,7 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
         s = _group_sums(ri, cj, P, G, T)
         if not s <= 9.2e18:             # NaN, inf or past int64: the ZTP cannot be drawn
             return -(e + 1)
-        n = sample_ztp(rng, s)
+        n = sample_ztp(rng, s) if e < n_ones else rng.poisson(s)
         M += n
         if n > MAX_CUSTOMERS_PER_ONE or M > max_total:
             return -(e + 1)
@@ -173,7 +181,7 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
 
 
 @njit(cache=True)
-def sample_latent_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
+def sample_latent_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1):
     """The m-step of :func:`sample_latent_counts` (the same draws, in the same order) that also
     keeps each customer's atom, for moves that need the seating (``moves.split_merge_depm``).
 
@@ -182,6 +190,8 @@ def sample_latent_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     """
     I, T = R.shape
     nnz = rows.shape[0]
+    if n_ones < 0:
+        n_ones = nnz
     m_ik[:, :] = 0
     m_jk[:, :] = 0
     m_k[:] = 0
@@ -204,7 +214,7 @@ def sample_latent_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
         s = _group_sums(ri, cj, P, G, T)
         if not s <= 9.2e18:
             return -(e + 1), offsets, z[:0]
-        n = sample_ztp(rng, s)
+        n = sample_ztp(rng, s) if e < n_ones else rng.poisson(s)
         if n > MAX_CUSTOMERS_PER_ONE or M + n > max_total:
             return -(e + 1), offsets, z[:0]
         if M + n > z.shape[0]:

@@ -56,7 +56,7 @@ def sample_concentration(rng, m_xk, m_k, alpha, n_rows, e0, f0):
 
 @njit(cache=True)
 def depm_sweep(rng, rows, cols, phi, psi, lam, h, m_ik, m_jk, m_k, e0, f0, n_split_merge=0,
-               move_stats=None):
+               move_stats=None, n_ones=-1):
     """One Gibbs sweep of the truncated DEPM; updates phi, psi, lam, h and the aggregates in place. Returns M
     (negative: the m-step stopped on exploded rates, see ``common.sample_latent_counts``).
 
@@ -65,11 +65,12 @@ def depm_sweep(rng, rows, cols, phi, psi, lam, h, m_ik, m_jk, m_k, e0, f0, n_spl
     labels of the customers with phi, psi, lambda integrated out (``moves.split_merge_depm``,
     Eq. (41)); phi, psi and lambda are then drawn given the new counts, so the sweep is a valid
     partially collapsed Gibbs sweep. ``move_stats`` accumulates the proposals and acceptances.
+    ``n_ones``: the entries ``e >= n_ones`` are missing, not ones (``common.sample_latent_counts``).
     """
     I, T = phi.shape
     J = psi.shape[0]
     if n_split_merge > 0:
-        M, offsets, z = sample_latent_seating(rng, rows, cols, phi, psi, lam, m_ik, m_jk, m_k)
+        M, offsets, z = sample_latent_seating(rng, rows, cols, phi, psi, lam, m_ik, m_jk, m_k, n_ones)
         if M < 0:
             return M
         z, a, b, c, Kp, stats = split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J,
@@ -81,7 +82,7 @@ def depm_sweep(rng, rows, cols, phi, psi, lam, h, m_ik, m_jk, m_k, e0, f0, n_spl
             for q in range(5):
                 move_stats[q] += stats[q]
     else:
-        M = sample_latent_counts(rng, rows, cols, phi, psi, lam, m_ik, m_jk, m_k)
+        M = sample_latent_counts(rng, rows, cols, phi, psi, lam, m_ik, m_jk, m_k, n_ones)
     if M < 0:                           # exploded rates: stop, fit raises (common.m_step_error)
         return M
     h[ALPHA1] = sample_concentration(rng, m_ik, m_k, h[ALPHA1], I, e0, f0)

@@ -148,7 +148,7 @@ def sample_gamma0(rng, m_k, gamma0, c0, exposure, e0, f0):
 
 @njit(cache=True)
 def epm_sweep(rng, rows, cols, U, V, lam, h, m_ik, m_jk, m_k, e0, f0,
-              cepm, C1, C2, paper_a, grid):
+              cepm, C1, C2, paper_a, grid, n_ones=-1):
     """One Gibbs sweep of the EPM (``cepm=False``) or CEPM (``cepm=True``, b1 = C1 a1, b2 = C2 a2).
 
     Updates U, V, lam, h and the count aggregates in place; returns M (customers;
@@ -157,12 +157,14 @@ def epm_sweep(rng, rows, cols, U, V, lam, h, m_ik, m_jk, m_k, e0, f0,
     Totals (sum_i U_ik, sum_k lambda_k, ...) are numba's sequential sums; a step-by-step
     rebuild that wants bit-identical results must add in the same order (not numpy's
     pairwise ``sum``).
+    ``n_ones``: the entries ``e >= n_ones`` of ``rows``, ``cols`` are missing, not ones
+    (``common.sample_latent_counts``); default -1: all are ones.
     ``paper_a=True`` uses the a-updates as printed in the paper (EPM: no lambda_k
     in the log term; CEPM: grid weight without the (b + q_k)^(-m_..k) factor).
     """
     I, T = U.shape
     J = V.shape[0]
-    M = sample_latent_counts(rng, rows, cols, U, V, lam, m_ik, m_jk, m_k)
+    M = sample_latent_counts(rng, rows, cols, U, V, lam, m_ik, m_jk, m_k, n_ones)
     if M < 0:                           # exploded rates: stop, fit raises (common.m_step_error)
         return M
     # --- (b1, a1, U) ---

@@ -278,7 +278,7 @@ def _zero_padded(x, n):
 
 @njit(cache=True)
 def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2,
-                  alpha1, alpha2, w_new, c0, reseat, n_moves):
+                  alpha1, alpha2, w_new, c0, reseat, n_moves, n_ones=-1):
     """One pass over the ones of X in CSR order. At each one (i, j): if ``reseat``, the z-step
     (Eq. 6, J alpha2) reseats each of its customers in turn; then ``n_moves`` birth-or-death moves
     of the exact m-step (see ``birth_death_customers``) change its number of customers. Each is a
@@ -287,7 +287,13 @@ def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_
 
     The seating is the float form of ``to_float_seating``. Returns ``(offsets, z, C_i, C_j, C_k, g,
     active, pos, n_active)`` with new ``offsets``/``z`` (atom ids).
+
+    Missing entries (``fit(mask=...)``): the entries ``e >= n_ones`` are unobserved; their count
+    follows the Poisson of Eq. (1) without the truncation at 1 that x_ij = 1 imposes, so a death
+    may remove their last customer (and a birth start from none). Default -1: all are ones.
     """
+    if n_ones < 0:
+        n_ones = rows.shape[0]
     # While a customer is out for reseating, g_k stays the factor of the full count; the weight of
     # the customer's own atom uses gm_k = factor(c_k - 1) instead. Both change only when the
     # customer moves, so most reseatings need no division on their critical path.
@@ -349,7 +355,7 @@ def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_
             n = M - start
             u = rng.random()
             if u < 0.5:                                             # birth
-                if reseat and move == 0:
+                if reseat and move == 0 and offsets[e + 1] > offsets[e]:
                     # w still holds the weights of the last reseating, which differ from the
                     # birth weights only at that customer's atom k (counts without -> with it)
                     p = pos[k]
@@ -372,7 +378,7 @@ def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_
                     _add_customer(i, j, k, C_i, C_j, C_k, g, Ia1, Ja2)
                     new_z[M] = k
                     M += 1
-            elif n >= 2:                                            # death
+            elif n >= 2 or (n == 1 and e >= n_ones):                # death (a one keeps one)
                 s = start + int((u + u - 1.0) * n)                  # 2u - 1 ~ U(0, 1) given u >= 1/2
                 kd = new_z[s]
                 n_minus = _remove_customer(i, j, kd, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
@@ -592,7 +598,8 @@ def _relabel(z, active, n_active, Kcap):
 
 
 @njit(cache=True)
-def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, exact_m=True, n_moves=1):
+def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, exact_m=True, n_moves=1,
+                n_ones=-1):
     """One sweep of the IDEPM's collapsed Gibbs sampler.
 
     Takes the seating ``(offsets, z)`` with its counts ``(n_ik, n_jk, n_k)`` (``seat_counts``; atom
@@ -602,6 +609,9 @@ def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, e
     without customers contributes a factor 1 to Eq. (5): memory O(M + (I' + J') K+) and returns the new seating with its counts, the atoms
     relabelled 0..K+-1 in the order of the active list: ``(offsets, z, n_ik, n_jk, n_k, K+)``.
     ``h`` (alpha1, alpha2, gamma0, c0) is updated in place.
+
+    ``n_ones``: the entries ``e >= n_ones`` of ``rows``, ``cols`` are missing entries, whose
+    customers may number zero (``_seating_pass``); only with ``exact_m``. Default -1: all are ones.
 
     ``exact_m=True``: z-step and exact m-step in one pass over the ones (``_seating_pass``: at each
     one, its customers are reseated by Eq. (6), then one birth-or-death move, see
@@ -622,7 +632,7 @@ def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, e
     if exact_m:                          # z-step and birth-death moves in one pass over the ones
         offsets, z, C_i, C_j, C_k, g, active, pos, n_active = _seating_pass(
             rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2,
-            alpha1, alpha2, w_new, h[C0], True, n_moves)
+            alpha1, alpha2, w_new, h[C0], True, n_moves, n_ones)
         for s in range(z.shape[0]):          # atom ids -> places 0..K+-1 in the active list
             z[s] = pos[z[s]]
         n_ik, n_jk, n_k = _gather_counts(C_i, C_j, C_k, active, n_active)
