@@ -69,12 +69,15 @@ class FitResult:
         if r.size and (r.min() < 0 or r.max() >= I or c.min() < 0 or c.max() >= J):
             raise ValueError(f"entries out of range for X of shape {(I, J)}")
         r, c = r.astype(np.int64), c.astype(np.int64)
+        directions = [(r, c), (c, r)] if self.settings.get("symmetric") else [(r, c)]
         if self.model == "IDEPM":
-            r, c = _to_compact(r, self.state["row_ids"], "row"), _to_compact(c, self.state["col_ids"], "column")
+            directions = [(_to_compact(a, self.state["row_ids"], "row"),
+                           _to_compact(b, self.state["col_ids"], "column")) for a, b in directions]
         out = np.zeros(r.shape[0])
         for R, C, lam in self.samples:
-            out += -np.expm1(-common.link_rates(r, c, R, C, lam))
-        return out / len(self.samples)
+            for a, b in directions:         # undirected: the mean of both directions
+                out += -np.expm1(-common.link_rates(a, b, R, C, lam))
+        return out / (len(self.samples) * len(directions))
 
     @property
     def sweep_seconds(self) -> np.ndarray:
@@ -250,6 +253,35 @@ def missing_mask(shape, rows, cols, diagonal=False):
     m.sum_duplicates()
     m.data[:] = True
     return m
+
+
+def _check_symmetric(I, J, rows, cols):
+    if I != J:
+        raise ValueError(f"symmetric=True needs a square matrix, got shape {(I, J)}")
+    a = np.sort(rows * J + cols)
+    b = np.sort(cols * J + rows)
+    if not np.array_equal(a, b):
+        e = int(np.setdiff1d(a, b)[0])
+        raise ValueError(f"symmetric=True needs a symmetric X: ({e // J}, {e % J}) is a one but "
+                         f"({e % J}, {e // J}) is not")
+
+
+def _symmetric_test(test, J):
+    """Test pairs of an undirected network -> both directions: the pairs, then the reversed
+    off-diagonal ones; returns the expanded test and (n_pairs, partner index or -1)."""
+    tr, tc, tl = test
+    key = np.minimum(tr, tc) * J + np.maximum(tr, tc)
+    uniq, times = np.unique(key, return_counts=True)
+    if uniq.shape[0] < key.shape[0]:
+        e = int(uniq[np.flatnonzero(times > 1)[0]])
+        raise ValueError(f"test lists the pair ({e // J}, {e % J}) more than once (as (i, j) and (j, i) or "
+                         f"repeated); in an undirected network each pair is held out once")
+    off = np.flatnonzero(tr != tc)
+    n = tr.shape[0]
+    partner = np.full(n, -1, dtype=np.int64)
+    partner[off] = n + np.arange(off.size)
+    ext = (np.concatenate([tr, tc[off]]), np.concatenate([tc, tr[off]]), np.concatenate([tl, tl[off]]))
+    return ext, (n, partner)
 
 
 def _check_mask(mask, I, J, rows, cols):
@@ -458,7 +490,7 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
 
 def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=None,
         a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None, split_merge=None, resume=None,
-        mask=None, keep_samples=None):
+        mask=None, keep_samples=None, symmetric=False):
     """Run a Gibbs sampler of the EPM, CEPM, DEPM (truncated at ``T``) or IDEPM on a binary matrix.
 
     Parameters
@@ -478,6 +510,11 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         ``n_avg`` when they fit in ``KEEP_BYTES`` (else as many as fit); for the IDEPM without a
         test set only the final sample (its parameters are drawn only where needed; an explicit
         number draws them in the window, from the prediction stream).
+    symmetric : True for an undirected network: X must be square and symmetric. The model is
+        the bipartite one fitted to both directions of every link; a test pair (i, j) counts once,
+        with the prediction (p_ij + p_ji)/2 (``test_prob``, ``tdll``, ``tdauc_pr`` and
+        ``predict`` are per pair; the per-iteration ``tdll_trace`` averages both directions); a
+        masked pair is masked in both directions (the mask is symmetrised).
     mask : None or a boolean (I, J) matrix, dense or scipy.sparse: True marks a missing entry,
         left out of the likelihood exactly (its latent count is drawn from the Poisson of
         Eq. (1) each sweep, data augmentation; cost O(missing entries x atoms) per sweep). A
@@ -555,8 +592,18 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     e0, f0 = _check_pos("e0", e0), _check_pos("f0", f0)
     _check_seed(seed)
     I, J, rows, cols = prepare_matrix(X)
+    if not isinstance(symmetric, bool):
+        raise ValueError(f"symmetric must be True or False, got {symmetric!r}")
     test = _check_test(test, I, J, rows, cols)
+    pairs = None
+    if symmetric:
+        _check_symmetric(I, J, rows, cols)
+        if test is not None:
+            test, pairs = _symmetric_test(test, J)
     mrows, mcols = _check_mask(mask, I, J, rows, cols)
+    if symmetric and mrows.size:        # a masked pair is missing in both directions
+        key = np.unique(np.concatenate([mrows * J + mcols, mcols * J + mrows]))
+        mrows, mcols = key // J, key % J
     if mrows.size and model == "IDEPM" and m_step == "paper":
         raise ValueError("mask needs the IDEPM's exact m-step (m_step='exact'): the paper's m-step "
                          "redraws every count from a zero-truncated Poisson")
@@ -694,8 +741,15 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     if test is not None:
         test_prob = np.empty_like(prob_sum)
         test_prob[order] = prob_sum / n_avg
-        tdll = bernoulli_tdll(test[2], test_prob)
-        auc = tdauc_pr(test[2], test_prob)
+        labels = test[2]
+        if pairs is not None:           # undirected: a pair's prediction is the mean of its directions
+            n_pairs, partner = pairs
+            p = test_prob[:n_pairs].copy()
+            has = partner >= 0
+            p[has] = 0.5 * (p[has] + test_prob[partner[has]])
+            test_prob, labels = p, labels[:n_pairs]
+        tdll = bernoulli_tdll(labels, test_prob)
+        auc = tdauc_pr(labels, test_prob)
     else:
         test_prob, tdll, auc = None, float("nan"), float("nan")
     if model != "IDEPM":
@@ -712,7 +766,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
                     a_update=a_update, m_step=m_step, split_merge=split_merge if model in ("IDEPM", "DEPM")
                     else None, e0=e0, f0=f0, start_iter=start_iter, start_seconds=start_seconds,
                     data_digest=digest, shape=(I, J), nnz=int(rows.size),
-                    n_test=0 if test is None else int(test[0].size), n_masked=int(mrows.size))
+                    n_test=0 if test is None else int(test[0].size if pairs is None else pairs[0]),
+                    n_masked=int(mrows.size), symmetric=symmetric)
     return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
                      tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings,
                      move_stats=move_stats, samples=samples)

@@ -523,3 +523,39 @@ def test_keep_samples_option():
             r2.predict(np.array([empty_row]), np.array([0]))
     with pytest.raises(ValueError, match="keep_samples must be"):
         fit(X, "DEPM", T=4, n_iter=5, n_avg=2, keep_samples=0)
+
+
+def _undirected(seed=0, n=16, p=0.25):
+    rng = np.random.default_rng(seed)
+    A = np.triu((rng.random((n, n)) < p).astype(np.int8), 1)
+    A = A + A.T
+    zeros = np.argwhere(np.triu(A == 0, 1))
+    pick = zeros[rng.choice(len(zeros), 12, replace=False)]
+    return A, pick
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_symmetric_predictions_are_symmetric(model, T):
+    A, pick = _undirected()
+    labels = np.r_[np.ones(4, int), np.zeros(8, int)]
+    r = fit(A, model, T=T, n_iter=15, n_avg=5, seed=1, symmetric=True, test=(pick[:, 0], pick[:, 1], labels),
+            mask=fit_module.missing_mask(A.shape, pick[:, 0], pick[:, 1]))
+    assert r.test_prob.shape == (12,) and r.settings["n_test"] == 12 and r.settings["n_masked"] == 24
+    assert np.allclose(r.predict(pick[:, 0], pick[:, 1]), r.test_prob, rtol=1e-12)
+    assert np.allclose(r.predict(pick[:, 0], pick[:, 1]), r.predict(pick[:, 1], pick[:, 0]), rtol=1e-12)
+
+
+def test_symmetric_input_checks():
+    A, pick = _undirected()
+    B = A.copy()
+    B[0, 1], B[1, 0] = 1, 0
+    with pytest.raises(ValueError, match="needs a symmetric X"):
+        fit(B, "DEPM", T=2, n_iter=2, n_avg=1, symmetric=True)
+    with pytest.raises(ValueError, match="square"):
+        fit(np.ones((2, 3)), "DEPM", T=2, n_iter=2, n_avg=1, symmetric=True)
+    tr = np.r_[pick[:2, 0], pick[0, 1]]
+    tc = np.r_[pick[:2, 1], pick[0, 0]]
+    with pytest.raises(ValueError, match="more than once"):
+        fit(A, "DEPM", T=2, n_iter=2, n_avg=1, symmetric=True, test=(tr, tc, np.zeros(3, int)))
+    with pytest.raises(ValueError, match="symmetric must be True or False"):
+        fit(A, "DEPM", T=2, n_iter=2, n_avg=1, symmetric="yes")
