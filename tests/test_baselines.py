@@ -1,0 +1,278 @@
+"""epm_lib.baselines: the degree-product and truncated-SVD baselines, checked by hand on 3x3
+matrices, on the toy example's fold 0 (SVD beats popularity) and on MovieLens100K (runs)."""
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from epm_lib import baselines as bl
+from epm_lib import datasets
+from epm_lib import experiments as ex
+
+X3 = np.array([[1, 1, 0],
+               [0, 1, 0],
+               [0, 0, 1]])
+
+
+def _all_entries(I, J):
+    r, c = np.divmod(np.arange(I * J), J)
+    return r, c
+
+
+# ---------------------------------------------------------------------------------------------
+# popularity
+# ---------------------------------------------------------------------------------------------
+def test_popularity_hand_computed():
+    # row degrees 2, 1, 1; column degrees 1, 2, 1; D = 4; pseudo s = 0.5 on every degree and
+    # the normaliser D + s (I + J) / 2 = 4 + 0.5 * 3 = 5.5
+    rows, cols = np.array([0, 0, 2, 1]), np.array([2, 0, 1, 1])
+    p = bl.popularity(X3, rows, cols)
+    expected = [1 - math.exp(-(2 + .5) * (1 + .5) / 5.5),
+                1 - math.exp(-(2 + .5) * (1 + .5) / 5.5),
+                1 - math.exp(-(1 + .5) * (2 + .5) / 5.5),
+                1 - math.exp(-(1 + .5) * (2 + .5) / 5.5)]
+    np.testing.assert_allclose(p, expected, rtol=1e-12)
+    # without smoothing it is the degree product 1 - exp(-d_i d_j / D)
+    p0 = bl.popularity(X3, rows, cols, pseudo=1e-12)
+    np.testing.assert_allclose(p0, [1 - math.exp(-2 * 1 / 4), 1 - math.exp(-2 * 1 / 4),
+                                    1 - math.exp(-1 * 2 / 4), 1 - math.exp(-1 * 2 / 4)], rtol=1e-9)
+
+
+def test_popularity_zero_degree_row_gets_the_pseudo_count():
+    X = np.array([[1, 1, 0], [0, 0, 0], [1, 0, 0]])     # row 1 has no ones
+    # d_row = 2, 0, 1; d_col = 2, 1, 0; D = 3; normaliser 3 + 0.5 * 3 = 4.5
+    p = bl.popularity(X, [1, 1], [0, 2])
+    np.testing.assert_allclose(p, [1 - math.exp(-0.5 * 2.5 / 4.5), 1 - math.exp(-0.5 * 0.5 / 4.5)])
+    assert np.all((p > 0) & (p < 1))
+
+
+def test_popularity_mask_hand_computed_dense_and_sparse():
+    # unobserved: (0, 1) (a one: ignored) and (2, 0). Observed ones (0,0), (1,1), (2,2).
+    mask = np.zeros((3, 3), bool)
+    mask[0, 1] = mask[2, 0] = True
+    # observed entries per row 2, 3, 2 -> degrees 1 * 3/2, 1, 1 * 3/2
+    # observed entries per column 2, 2, 3 -> degrees 1 * 3/2, 1 * 3/2, 1
+    # D = 3 ones among 7 observed of 9 entries -> 3 * 9 / 7
+    d_row, d_col, D = [1.5, 1.0, 1.5], [1.5, 1.5, 1.0], 27 / 7
+    rows, cols = np.array([0, 2, 1, 0]), np.array([2, 0, 0, 1])
+    expected = [1 - math.exp(-(d_row[i] + .5) * (d_col[j] + .5) / (D + 1.5)) for i, j in zip(rows, cols)]
+    np.testing.assert_allclose(bl.popularity(X3, rows, cols, mask=mask), expected, rtol=1e-12)
+    np.testing.assert_allclose(bl.popularity(sp.csr_matrix(X3), rows, cols, mask=sp.csr_matrix(mask)),
+                               expected, rtol=1e-12)
+    np.testing.assert_allclose(bl.popularity(X3, rows, cols, mask=mask.astype(np.int8)), expected, rtol=1e-12)
+
+
+def test_popularity_fully_masked_row_keeps_the_pseudo_count():
+    mask = np.zeros((3, 3), bool)
+    mask[0] = True
+    # row 0 unobserved: d_row = 0, 1, 1; observed entries per column 2, 2, 2 -> d_col = 0, 1.5, 1.5
+    # D = 2 ones among 6 observed -> 2 * 9 / 6 = 3
+    p = bl.popularity(X3, [0, 1], [1, 1], mask=mask)
+    np.testing.assert_allclose(p, [1 - math.exp(-0.5 * 2.0 / 4.5), 1 - math.exp(-1.5 * 2.0 / 4.5)])
+
+
+# ---------------------------------------------------------------------------------------------
+# truncated SVD
+# ---------------------------------------------------------------------------------------------
+XB = np.array([[1, 1, 0],
+               [1, 1, 0],
+               [0, 0, 1]])     # singular values 2 (the 2x2 block) and 1 (the single one)
+
+
+def test_svd_scores_hand_computed():
+    r, c = _all_entries(3, 3)
+    # rank 1: the 2x2 block of ones; rank 2: the matrix itself
+    _, s1 = bl.svd_scores(XB, r, c, k=1, calibration="train", return_scores=True)
+    np.testing.assert_allclose(s1.reshape(3, 3), [[1, 1, 0], [1, 1, 0], [0, 0, 0]], atol=1e-9)
+    _, s2 = bl.svd_scores(XB, r, c, k=2, calibration="train", return_scores=True)
+    np.testing.assert_allclose(s2.reshape(3, 3), XB, atol=1e-9)
+    # calibration on the training entries (all four zeros enumerated, weight 1): at score 0 the
+    # entries are the one (2, 2) and the four zeros, so p = 1/5; at score 1 only ones: p -> 1
+    p = bl.svd_scores(XB, [2, 0, 1], [0, 2, 1], k=1, calibration="train")
+    np.testing.assert_allclose(p[:2], [0.2, 0.2], atol=1e-4)
+    assert p[2] > 0.999
+    assert np.all((p > 0) & (p < 1))
+
+
+def test_svd_train_calibration_matches_the_density_in_the_large():
+    # logistic regression with an intercept: its mean probability over the calibration set
+    # (all entries of the training matrix when the zeros are enumerated) equals the density
+    X = datasets.load("toy90").X
+    r, c = _all_entries(*X.shape)
+    p = bl.svd_scores(X, r, c, k=4, calibration="train", n_neg=10**6)
+    assert p.mean() == pytest.approx(X.nnz / (X.shape[0] * X.shape[1]), rel=1e-4)
+
+
+@pytest.fixture(scope="module")
+def toy_fold():
+    X = datasets.load("toy90").X
+    X_train, test = ex.split(X, ex.cv_fold(X.shape, 0, 10, 0))
+    return X, X_train, test
+
+
+@pytest.mark.parametrize("calibration", ["holdout", "train"])
+def test_svd_deterministic_and_in_unit_interval(toy_fold, calibration):
+    _, X_train, (r, c, _) = toy_fold
+    p1 = bl.svd_scores(X_train, r, c, k=8, seed=3, calibration=calibration)
+    p2 = bl.svd_scores(X_train, r, c, k=8, seed=3, calibration=calibration)
+    np.testing.assert_array_equal(p1, p2)
+    assert p1.dtype == np.float64 and p1.shape == r.shape
+    assert np.all((p1 > 0) & (p1 < 1))
+    # dense input gives the same probabilities as sparse input
+    p3 = bl.svd_scores(X_train.toarray(), r, c, k=8, seed=3, calibration=calibration)
+    np.testing.assert_allclose(p1, p3, rtol=1e-9, atol=1e-12)
+
+
+def test_select_k_deterministic(toy_fold):
+    _, X_train, _ = toy_fold
+    k1, ap1 = bl.select_k(X_train, seed=0, return_scores=True)
+    k2, ap2 = bl.select_k(X_train, seed=0, return_scores=True)
+    assert k1 == k2 and ap1 == ap2
+    assert k1 in bl.DEFAULT_KS and set(ap1) == set(bl.DEFAULT_KS)
+    # ranks not below min(I, J) are dropped
+    assert set(bl.select_k(X_train, ks=(2, 4, 90, 200), return_scores=True)[1]) == {2, 4}
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring on held-out entries
+# ---------------------------------------------------------------------------------------------
+def test_toy90_svd_beats_popularity(toy_fold):
+    X, X_train, test = toy_fold
+    res = bl.score_baselines(X_train, test, seed=0)
+    assert set(res) == {"popularity", f"svd-k{bl.DEFAULT_K}", "svd-auto"}
+    for name, r in res.items():
+        assert all(math.isfinite(r[m]) for m in ("tdll", "tdauc_pr", "auc_roc")), name
+        assert 0 <= r["tdauc_pr"] <= 1 and 0 <= r["auc_roc"] <= 1
+    pop = res["popularity"]
+    for name in (f"svd-k{bl.DEFAULT_K}", "svd-auto"):
+        assert res[name]["tdauc_pr"] > pop["tdauc_pr"] + 0.1, res
+        assert res[name]["auc_roc"] > pop["auc_roc"], res
+        assert res[name]["tdll"] > pop["tdll"], res
+    # the same seed gives the same scores
+    assert bl.score_baselines(X_train, test, seed=0) == res
+
+
+def test_mask_makes_the_held_out_ones_invisible(toy_fold):
+    # with the test entries masked, the full matrix and the training matrix give the same scores
+    X, X_train, test = toy_fold
+    mask = bl.mask_from_entries(test[0], test[1], X.shape)
+    a = bl.score_baselines(X, test, mask=mask, k=8)
+    b = bl.score_baselines(X_train, test, mask=mask, k=8)
+    assert a == b
+    # without the mask the held-out ones of X would leak: refused
+    with pytest.raises(ValueError, match="observed ones of X_train"):
+        bl.score_baselines(X, test)
+
+
+def test_single_class_test_gives_nan_auc_roc():
+    X = np.array([[1, 0, 0, 1], [0, 1, 0, 0], [1, 0, 1, 0], [0, 0, 0, 1]])
+    res = bl.score_baselines(X, ([0, 1], [1, 2], [0, 0]), k=1)
+    assert math.isnan(res["popularity"]["auc_roc"]) and math.isnan(res["popularity"]["tdauc_pr"])
+    assert math.isfinite(res["popularity"]["tdll"])
+
+
+def test_sparse_path_does_not_densify():
+    # a 6000 x 4000 matrix with 20000 ones: a dense float64 copy would take 192 MB; what the
+    # baselines hold is O(ones + test entries + (I + J) k)
+    rng = np.random.default_rng(0)
+    I, J, n = 6000, 4000, 20000
+    key = np.unique(rng.integers(0, I * J, n))
+    X = sp.csr_matrix((np.ones(key.size, np.int8), (key // J, key % J)), shape=(I, J))
+    tkey = np.setdiff1d(np.unique(rng.integers(0, I * J, 5000)), key)
+    test = (tkey // J, tkey % J, np.zeros(tkey.size, np.int8))
+    test[2][:10] = 1                                   # labels are not checked against X
+    bl.score_baselines(X3, ([0], [2], [0]), k=1)       # imports scikit-learn outside the trace
+    tracemalloc.start()
+    try:
+        res = bl.score_baselines(X, test, k=8)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert all(math.isfinite(v) for r_ in res.values() for v in r_.values())
+    assert peak < 0.1 * I * J * 8, f"peak {peak / 2**20:.1f} MB"
+
+
+def test_movielens100k_runs():
+    try:
+        X = datasets.load("movielens100k").X
+    except datasets.DataError as e:
+        pytest.skip(f"MovieLens100K not available: {e}")
+    X_train, test = ex.split(X, ex.cv_fold(X.shape, 0, 10, 0))
+    res = bl.score_baselines(X_train, test, k=8)
+    assert set(res) == {"popularity", "svd-k8"}
+    for r in res.values():
+        assert all(math.isfinite(v) for v in r.values())
+        assert r["tdll"] < 0 and 0 < r["tdauc_pr"] < 1 and 0.5 < r["auc_roc"] < 1
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fn", ["popularity", "svd"])
+def test_validation_errors(fn):
+    def call(X=X3, rows=(0,), cols=(2,), **kw):
+        if fn == "popularity":
+            return bl.popularity(X, rows, cols, **kw)
+        return bl.svd_scores(X, rows, cols, **{"k": 1, **kw})
+
+    with pytest.raises(ValueError, match="2-d"):
+        call(X=np.array([1, 0, 1]))
+    with pytest.raises(ValueError, match="binary"):
+        call(X=np.array([[1, 2], [0, 1]]))
+    with pytest.raises(ValueError, match="binary"):
+        call(X=sp.csr_matrix(np.array([[1., .5], [0, 1]])))
+    with pytest.raises(ValueError, match="same length"):
+        call(rows=[0, 1], cols=[1])
+    with pytest.raises(ValueError, match="1-d"):
+        call(rows=[[0]], cols=[[1]])
+    with pytest.raises(ValueError, match="out of range"):
+        call(rows=[3], cols=[0])
+    with pytest.raises(ValueError, match="out of range"):
+        call(rows=[0], cols=[-1])
+    with pytest.raises(ValueError, match="integer indices"):
+        call(rows=[0.5], cols=[1])
+    with pytest.raises(ValueError, match="shape of X_train"):
+        call(mask=np.zeros((3, 4), bool))
+    with pytest.raises(ValueError, match="shape of X_train"):
+        call(mask=sp.csr_matrix((2, 3), dtype=bool))
+    with pytest.raises(ValueError, match="boolean"):
+        call(mask=np.full((3, 3), 2))
+    with pytest.raises(ValueError, match="every entry"):
+        call(mask=np.ones((3, 3), bool))
+
+
+@pytest.mark.parametrize("k", [0, -1, 3, 5, 1.5, True])
+def test_svd_rank_out_of_range(k):
+    with pytest.raises(ValueError, match="1 <= k < min"):
+        bl.svd_scores(X3, [0], [2], k=k)
+
+
+def test_other_argument_errors():
+    with pytest.raises(ValueError, match="pseudo"):
+        bl.popularity(X3, [0], [2], pseudo=0)
+    with pytest.raises(ValueError, match="calibration"):
+        bl.svd_scores(X3, [0], [2], k=1, calibration="isotonic")
+    with pytest.raises(ValueError, match="holdout"):
+        bl.svd_scores(X3, [0], [2], k=1, holdout=1.0)
+    with pytest.raises(ValueError, match="no rank"):
+        bl.select_k(X3, ks=(3, 4))
+    with pytest.raises(ValueError, match="sequence of integers"):
+        bl.select_k(X3, ks=(1, 1.5))
+    with pytest.raises(ValueError, match="sequence of integers"):
+        bl.select_k(X3, ks=2)
+    with pytest.raises(ValueError, match="'auto'"):
+        bl.score_baselines(X3, ([0], [2], [0]), k=1.5)
+    with pytest.raises(ValueError, match="ones of X_train"):
+        bl.score_baselines(X3, ([0], [0], [1]), k=1)
+    with pytest.raises(ValueError, match="tuple"):
+        bl.score_baselines(X3, ([0], [2]), k=1)
+    with pytest.raises(ValueError, match="labels"):
+        bl.score_baselines(X3, ([0, 1], [2, 0], [1]), k=1)
+    with pytest.raises(ValueError, match="0 or 1"):
+        bl.score_baselines(X3, ([0], [2], [2]), k=1)
+    with pytest.raises(ValueError, match="more than once"):
+        bl.score_baselines(X3, ([0, 0], [2, 2], [0, 1]), k=1)
+    with pytest.raises(ValueError, match="'auto'"):
+        bl.score_baselines(X3, ([0], [2], [0]), k="best")
