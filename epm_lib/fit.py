@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .distributions import cepm_grid
-from .metrics import bernoulli_tdll, tdauc_pr
+from .metrics import bernoulli_tdll, tdauc_pr, auc_roc
 from .models import common, gamma_epm, depm, idepm, moves
 
 __all__ = ["fit", "FitResult", "MODELS", "prepare_matrix", "init_state", "DEFAULT_K_INIT",
@@ -53,6 +53,7 @@ class FitResult:
     move_stats: np.ndarray | None = None  # (n_iter, 4): splits proposed, accepted, merges proposed,
                                           # accepted per iteration (zeros without split-merge moves)
     samples: list | None = None           # (R, C, lambda) of kept iterations (fit's keep_samples)
+    tdauc_roc: float = float("nan")       # area under the ROC curve of test_prob (NaN: one class only)
 
     def predict(self, rows, cols) -> np.ndarray:
         """Posterior mean probability of a link, 1 - exp(-sum_k R_ik C_jk lambda_k) averaged over
@@ -104,7 +105,7 @@ class FitResult:
             else:
                 extra[n] = v
         settings = {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.settings.items()}
-        meta = dict(model=self.model, T=self.T, tdll=self.tdll, tdauc_pr=self.tdauc_pr,
+        meta = dict(model=self.model, T=self.T, tdll=self.tdll, tdauc_pr=self.tdauc_pr, tdauc_roc=self.tdauc_roc,
                     settings=settings, state_extra=extra)
         arrays["__meta__"] = np.array(json.dumps(meta, default=int))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -389,7 +390,7 @@ def concat(*results):
                     n_iter=sum(r.settings["n_iter"] for r in results))
     return FitResult(model=last.model, T=last.T, K=cat("K"), seconds=cat("seconds"),
                      tdll_trace=cat("tdll_trace"), test_prob=last.test_prob, tdll=last.tdll,
-                     tdauc_pr=last.tdauc_pr,
+                     tdauc_pr=last.tdauc_pr, tdauc_roc=last.tdauc_roc,
                      hyper={n: np.concatenate([r.hyper[n] for r in results]) for n in last.hyper},
                      M=cat("M"), state=last.state, settings=settings, move_stats=cat("move_stats"),
                      samples=last.samples)
@@ -412,7 +413,8 @@ def load_result(path) -> "FitResult":
     tp = arrays.get("test_prob")
     return FitResult(model=meta["model"], T=meta["T"], K=arrays["K"], seconds=arrays["seconds"],
                      tdll_trace=arrays["tdll_trace"], test_prob=tp, tdll=meta["tdll"],
-                     tdauc_pr=meta["tdauc_pr"], hyper=hyper, M=arrays["M"], state=state,
+                     tdauc_pr=meta["tdauc_pr"], tdauc_roc=meta.get("tdauc_roc", float("nan")),
+                     hyper=hyper, M=arrays["M"], state=state,
                      settings=meta["settings"], move_stats=arrays["move_stats"])
 
 
@@ -750,8 +752,9 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
             test_prob, labels = p, labels[:n_pairs]
         tdll = bernoulli_tdll(labels, test_prob)
         auc = tdauc_pr(labels, test_prob)
+        roc = auc_roc(labels, test_prob) if 0 < labels.sum() < labels.size else float("nan")
     else:
-        test_prob, tdll, auc = None, float("nan"), float("nan")
+        test_prob, tdll, auc, roc = None, float("nan"), float("nan"), float("nan")
     if model != "IDEPM":
         st.update(m_ik=m_ik, m_jk=m_jk, m_k=m_k)
     else:
@@ -770,4 +773,4 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
                     n_masked=int(mrows.size), symmetric=symmetric)
     return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
                      tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings,
-                     move_stats=move_stats, samples=samples)
+                     move_stats=move_stats, samples=samples, tdauc_roc=roc)

@@ -499,6 +499,8 @@ def test_predict_matches_test_prob(model, T):
     r = fit(X, model, T=T, n_iter=20, n_avg=6, seed=2, test=test)
     assert len(r.samples) == 6
     assert np.allclose(r.predict(test[0], test[1]), r.test_prob, rtol=1e-12, atol=0)
+    from sklearn.metrics import roc_auc_score
+    assert r.tdauc_roc == pytest.approx(roc_auc_score(test[2], r.test_prob))
     # any pairs: the ones of X, too
     ones = np.argwhere(X == 1)[:5]
     p = r.predict(ones[:, 0], ones[:, 1])
