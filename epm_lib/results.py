@@ -1,0 +1,194 @@
+"""Reading and summarising stored experiment records (``results/``) for the Part III chapters.
+
+The chapters 22 (Fig. 2), 23 (does the EPM overfit?) and 26 (the verdict) share these helpers:
+loading the records of the paper's protocol (Sec. 5: 600 iterations, the last 100 averaged, ten
+folds) with integrity checks, per-fold values of a metric, means with standard errors over
+folds, paired fold differences, and the Fig. 2 panels and tables. Records are read with
+``epm_lib.experiments.load_results`` (their format: ``results/README.md``).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .experiments import PAPER_T, load_results
+from .fit import DEFAULT_K_INIT
+
+__all__ = ["EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
+           "load_present", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
+           "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "best_T", "clear"]
+
+EXPECTED_FOLDS = 10
+TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
+STYLE = {"EPM": dict(color="C3", marker="o", ls="-"), "EPMpaper": dict(color="C1", marker="v", ls="--"),
+         "CEPM": dict(color="C0", marker="s", ls="-"), "DEPM": dict(color="C2", marker="^", ls="-"),
+         "IDEPM": dict(color="k")}
+METRICS = {"K_mean": "K", "tdll": "TDLL", "tdauc_pr": "TDAUC-PR"}
+
+
+def paper_protocol(rec):
+    """True for a run of Sec. 5's protocol: 600 iterations, last 100 averaged, seed 0, 10 folds of seed 0."""
+    s = rec["settings"]
+    return (s["n_iter"], s["n_avg"], rec["seed"], s["n_folds"], s["cv_seed"]) == (600, 100, 0, 10, 0)
+
+
+def _require(ok, what):
+    if not ok:
+        raise ValueError(what)
+
+
+def check_records(recs):
+    """Check the integrity of the records of one data set (paper's protocol: 600 iterations, the
+    last 100 averaged); ``ValueError`` naming the run otherwise. Returns the number checked."""
+    _require(len({r["data"]["fingerprint"] for r in recs}) == 1, "runs of different data")
+    seen = set()
+    for r in recs:
+        rid = r["run_id"]
+        _require(len(r["traces"]["K"]) == 600 and len(r["traces"]["tdll"]) == 600, f"{rid}: traces")
+        _require(all(len(v) == 600 for v in r["traces"]["hyper"].values()), f"{rid}: hyperparameter traces")
+        _require(r["settings"]["n_avg"] == 100 and r["settings"]["n_iter"] == 600, f"{rid}: not 600/100")
+        _require(abs(np.mean(r["traces"]["K"][-100:]) - r["K_mean"]) < 1e-9, f"{rid}: K_mean != its trace")
+        _require(np.isfinite(r["tdll"]) and r["tdll"] < 0 and 0 <= r["K_mean"] <= (r["T"] or np.inf),
+                 f"{rid}: TDLL or K out of range")
+        key = (r["model"], r["T"], r["K_init"], r["fold"])
+        _require(key not in seen, f"duplicate run {key}")   # folds distinct within each (model, T)
+        seen.add(key)
+    return len(recs)
+
+
+def load_present(results_dir, datasets):
+    """{data set: records of the paper's protocol} for the data sets that have results."""
+    out = {}
+    for d in datasets:
+        if (Path(results_dir) / d).is_dir():
+            recs = [r for r in load_results(results_dir, dataset=d) if paper_protocol(r)]
+            if recs:
+                check_records(recs)
+                out[d] = recs
+    return out
+
+
+def values(recs, model, T=None, metric="tdll", K_init=DEFAULT_K_INIT):
+    """{fold: value} of one (model, T) (the IDEPM: T=None and its K_init)."""
+    return {r["fold"]: r[metric] for r in recs if r["model"] == model and r["T"] == T
+            and (T is not None or r["K_init"] == K_init) and r[metric] is not None}
+
+
+def mean_se(v):
+    """Mean, standard error over folds (NaN for fewer than 2), number of folds."""
+    a = np.array(list(v.values()), dtype=float)
+    if a.size == 0:
+        return np.nan, np.nan, 0
+    return a.mean(), (a.std(ddof=1) / np.sqrt(a.size) if a.size > 1 else np.nan), a.size
+
+
+def paired(va, vb):
+    """Mean and SE of the paired fold differences a - b over the folds both have, and their number."""
+    common = sorted(set(va) & set(vb))
+    return mean_se({f: va[f] - vb[f] for f in common})
+
+
+def hyper_end(recs, model, T, name, n_avg=100):
+    """{fold: mean of a hyperparameter trace over the last n_avg iterations}."""
+    return {r["fold"]: float(np.mean(r["traces"]["hyper"][name][-n_avg:])) for r in recs
+            if r["model"] == model and r["T"] == T}
+
+
+def n_grid(recs):
+    """Records of the Sec. 5 grid (the truncated models and the IDEPM with the default K_init); other
+    records (e.g. other K_init) are checked too but not counted, so the count does not change with them."""
+    return sum(r["model"] in TRUNCATED or (r["model"] == "IDEPM" and r["K_init"] == DEFAULT_K_INIT)
+               for r in recs)
+
+
+def completeness(recs, models=TRUNCATED):
+    """Runs present out of the expected grid (models x PAPER_T x 10 folds + IDEPM x 10 folds)."""
+    present = sum(len(values(recs, m, T, "K_mean")) for m in models for T in PAPER_T)
+    present += len(values(recs, "IDEPM", None, "K_mean"))
+    return present, (len(models) * len(PAPER_T) + 1) * EXPECTED_FOLDS
+
+
+def plot_metric(ax, recs, metric, models):
+    """One panel of Fig. 2: mean +/- SE over folds against T (log2, models dodged sideways by a few
+    percent so that their bars do not overlap), the IDEPM as a band.
+    Points with fewer than 10 folds are hollow and labelled with their number of folds."""
+    for i, m in enumerate(models):
+        stats = [(T, *mean_se(values(recs, m, T, metric))) for T in PAPER_T]
+        stats = [s for s in stats if s[3] > 0]
+        if not stats:
+            continue
+        T, mu, se, n = map(np.array, zip(*stats))
+        T = T * 2.0 ** (0.05 * (i - (len(models) - 1) / 2))    # dodge the models sideways
+        st = STYLE[m]
+        ax.errorbar(T, mu, yerr=np.nan_to_num(se), color=st["color"], ls=st["ls"], marker=st["marker"],
+                    ms=4, capsize=2, lw=1, label=m)
+        few = n < EXPECTED_FOLDS
+        ax.plot(T[few], mu[few], ls="none", marker=st["marker"], ms=7, mfc="w", color=st["color"])
+        for t, y, k in zip(T[few], mu[few], n[few]):
+            ax.annotate(str(k), (t, y), textcoords="offset points", xytext=(3, 3), fontsize=7,
+                        color=st["color"])
+    mu, se, n = mean_se(values(recs, "IDEPM", None, metric))
+    if n:
+        ax.axhline(mu, color="k", lw=1, label="IDEPM" + ("" if n == EXPECTED_FOLDS else f" ({n} folds)"))
+        if np.isfinite(se):
+            ax.axhspan(mu - se, mu + se, color="k", alpha=0.12, lw=0)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(PAPER_T, [str(t) for t in PAPER_T])
+    ax.set_xlim(PAPER_T[0] / 1.25, PAPER_T[-1] * 1.25)
+    ax.set_xlabel("truncation level T")
+
+
+def metric_figure(data, metric, models):
+    """Fig. 2 row: one panel per data set present."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, max(len(data), 1), figsize=(4.2 * max(len(data), 1) + 0.8, 3.0),
+                             squeeze=False)
+    for ax, (d, recs) in zip(axes[0], data.items()):
+        plot_metric(ax, recs, metric, models)
+        ax.set_ylabel(f"{METRICS[metric]} ({d})")
+    axes[0, 0].legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def fmt(mu, se, digits):
+    """'mean ± SE' with ``digits`` decimals ('-' for NaN; the SE left out when it is NaN)."""
+    if not np.isfinite(mu):
+        return "-"
+    return f"{mu:.{digits}f}" + (f" ± {se:.{digits}f}" if np.isfinite(se) else "")
+
+
+def md_table(head, rows):
+    """A markdown table (rendered by the book; plain text in a terminal)."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def number_table(recs, models):
+    """Markdown table: mean ± SE over folds of K, TDLL, TDAUC-PR per (model, T), with the number of folds."""
+    rows = []
+    for m in models:
+        for T in (PAPER_T if m != "IDEPM" else (None,)):
+            stats = {k: mean_se(values(recs, m, T, k)) for k in METRICS}
+            n = stats["K_mean"][2]
+            if n == 0:
+                continue
+            rows.append([m, "∞" if T is None else T, n, fmt(*stats["K_mean"][:2], 2),
+                         fmt(*stats["tdll"][:2], 4), fmt(*stats["tdauc_pr"][:2], 4)])
+    return md_table(["model", "T", "folds", "K", "TDLL", "TDAUC-PR"], rows)
+
+
+def best_T(recs, m, metric):
+    """The T with the highest fold mean of a metric (None if no T has results), and all fold means."""
+    mus = {T: mean_se(values(recs, m, T, metric))[0] for T in PAPER_T}
+    ok = [T for T in PAPER_T if np.isfinite(mus[T])]
+    return (max(ok, key=lambda T: mus[T]) if ok else None), mus
+
+
+def clear(d, se):
+    """Our criterion: a paired difference is clear when |mean| > 2 SE of the paired fold differences."""
+    if not (np.isfinite(d) and np.isfinite(se)):
+        return "not enough folds"
+    return "clearly higher" if d > 2 * se else ("clearly lower" if d < -2 * se else "no clear difference")

@@ -1,0 +1,66 @@
+"""epm_lib.results: the helpers of the Part III chapters, on the committed Enron09 records."""
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from epm_lib import results as R
+from epm_lib.experiments import PAPER_T
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+@pytest.fixture(scope="module")
+def enron():
+    data = R.load_present(RESULTS, ["enron09", "no-such-data"])
+    assert list(data) == ["enron09"]
+    return data["enron09"]
+
+
+def test_grid_is_complete_and_checked(enron):
+    assert R.completeness(enron, ("EPM", "CEPM", "DEPM")) == ((3 * len(PAPER_T) + 1) * 10,) * 2
+    assert R.n_grid(enron) == (4 * len(PAPER_T) + 1) * 10
+    assert R.check_records(enron) == len(enron)
+
+
+def test_values_means_and_pairs(enron):
+    v = R.values(enron, "DEPM", 16, "tdll")
+    assert sorted(v) == list(range(10)) and all(x < 0 for x in v.values())
+    mu, se, n = R.mean_se(v)
+    a = np.array(list(v.values()))
+    assert n == 10 and mu == pytest.approx(a.mean()) and se == pytest.approx(a.std(ddof=1) / np.sqrt(10))
+    d, dse, dn = R.paired(v, v)
+    assert (d, dse, dn) == (0.0, 0.0, 10)
+    assert R.mean_se({}) [2] == 0 and np.isnan(R.mean_se({0: 1.0})[1])
+    best, mus = R.best_T(enron, "DEPM", "tdll")
+    assert best in PAPER_T and mus[best] == max(mus.values())
+    assert R.clear(1.0, 0.1) == "clearly higher" and R.clear(-1.0, 0.1) == "clearly lower"
+    assert R.clear(0.1, 0.1) == "no clear difference" and R.clear(np.nan, 0.1) == "not enough folds"
+    h = R.hyper_end(enron, "DEPM", 16, "gamma0")
+    assert len(h) == 10 and all(x > 0 for x in h.values())
+
+
+def test_tables_and_figure(enron):
+    t = R.number_table(enron, ("DEPM", "IDEPM"))
+    lines = t.splitlines()
+    assert lines[0].startswith("| model | T | folds |") and len(lines) == 2 + len(PAPER_T) + 1
+    assert "∞" in lines[-1]
+    assert R.fmt(np.nan, 1.0, 2) == "-" and R.fmt(1.23456, np.nan, 2) == "1.23"
+    assert R.fmt(1.0, 0.5, 1) == "1.0 ± 0.5"
+    fig = R.metric_figure({"enron09": enron}, "K_mean", ("EPM", "DEPM"))
+    assert len(fig.axes) == 1 and fig.axes[0].get_xscale() == "log"
+
+
+def test_check_records_names_the_problem(enron):
+    bad = copy.deepcopy(enron[:3])
+    bad[1]["K_mean"] += 1.0
+    with pytest.raises(ValueError, match="K_mean != its trace"):
+        R.check_records(bad)
+    dup = copy.deepcopy([enron[0], enron[0]])
+    with pytest.raises(ValueError, match="duplicate run"):
+        R.check_records(dup)
+    other = copy.deepcopy(enron[:2])
+    other[1]["data"]["fingerprint"] = "x"
+    with pytest.raises(ValueError, match="runs of different data"):
+        R.check_records(other)
