@@ -20,7 +20,7 @@ from .metrics import bernoulli_tdll, tdauc_pr, auc_roc
 from .models import common, gamma_epm, depm, idepm, moves
 
 __all__ = ["fit", "FitResult", "MODELS", "prepare_matrix", "init_state", "DEFAULT_K_INIT",
-           "DEFAULT_SPLIT_MERGE", "concat", "load_result", "CHAIN_STATE", "missing_mask"]
+           "DEFAULT_SPLIT_MERGE", "concat", "load_result", "CHAIN_STATE", "missing_mask", "mask_entries"]
 
 MODELS = ("EPM", "CEPM", "DEPM", "IDEPM")
 #: IDEPM start: customers spread at random over this many atoms (capped at the number of ones).
@@ -285,32 +285,35 @@ def _symmetric_test(test, J):
     return ext, (n, partner)
 
 
+def mask_entries(mask, shape):
+    """The entries marked True in ``mask`` (boolean or 0/1, dense or scipy.sparse, of ``shape``) as
+    flat keys i J + j, sorted and unique; ``ValueError`` for a wrong shape, NaN or other values."""
+    I, J = shape
+    if sp.issparse(mask):
+        Mo = sp.coo_matrix(mask)
+        d, got = Mo.data, Mo.shape
+    else:
+        A = np.asarray(mask)
+        d, got = A.ravel(), A.shape
+    if got != (I, J):
+        raise ValueError(f"mask must have the shape of X {(I, J)}, got {got}")
+    if d.dtype.kind == "f" and np.isnan(d).any():
+        raise ValueError("mask contains NaN; it must be boolean (True: the entry is missing)")
+    if d.dtype.kind not in "biuf" or np.any((d != 0) & (d != 1)):
+        raise ValueError("mask must be boolean or 0/1 (True: the entry is missing)")
+    if sp.issparse(mask):
+        keep = d != 0
+        return np.unique(Mo.row[keep].astype(np.int64) * J + Mo.col[keep])
+    return np.flatnonzero(d != 0).astype(np.int64)
+
+
 def _check_mask(mask, I, J, rows, cols):
     """The missing entries of ``fit(mask=...)`` as (rows, cols) in row-major order (empty arrays
     without a mask). A one of X under the mask is an error: an entry is observed or missing."""
     empty = np.zeros(0, dtype=np.int64)
     if mask is None:
         return empty, empty
-    if sp.issparse(mask):
-        Mo = sp.coo_matrix(mask)
-        if Mo.shape != (I, J):
-            raise ValueError(f"mask must have the shape of X {(I, J)}, got {Mo.shape}")
-        d = Mo.data
-        if d.dtype.kind == "f" and np.isnan(d).any():
-            raise ValueError("mask contains NaN; it must be boolean (True: the entry is missing)")
-        if d.dtype.kind not in "biuf" or np.any((d != 0) & (d != 1)):
-            raise ValueError("mask must be boolean or 0/1 (True: the entry is missing)")
-        keep = d != 0
-        key = np.unique(Mo.row[keep].astype(np.int64) * J + Mo.col[keep])
-    else:
-        A = np.asarray(mask)
-        if A.shape != (I, J):
-            raise ValueError(f"mask must have the shape of X {(I, J)}, got {A.shape}")
-        if A.dtype.kind == "f" and np.isnan(A).any():
-            raise ValueError("mask contains NaN; it must be boolean (True: the entry is missing)")
-        if A.dtype.kind not in "biuf" or np.any((A != 0) & (A != 1)):
-            raise ValueError("mask must be boolean or 0/1 (True: the entry is missing)")
-        key = np.flatnonzero(A.ravel() != 0).astype(np.int64)
+    key = mask_entries(mask, (I, J))
     clash = np.isin(key, rows * J + cols)
     if clash.any():
         e = int(key[np.flatnonzero(clash)[0]])
