@@ -10,10 +10,18 @@ import scipy.sparse as sp
 from epm_lib import baselines as bl
 from epm_lib import datasets
 from epm_lib import experiments as ex
+from epm_lib.metrics import bernoulli_tdll, tdauc_pr
 
 X3 = np.array([[1, 1, 0],
                [0, 1, 0],
                [0, 0, 1]])
+
+
+@pytest.fixture(scope="module")
+def toy_fold():
+    X = datasets.load("toy90").X
+    X_train, test = ex.split(X, ex.cv_fold(X.shape, 0, 10, 0))
+    return X, X_train, test
 
 
 def _all_entries(I, J):
@@ -88,40 +96,50 @@ def test_svd_scores_hand_computed():
     np.testing.assert_allclose(s1.reshape(3, 3), [[1, 1, 0], [1, 1, 0], [0, 0, 0]], atol=1e-9)
     _, s2 = bl.svd_scores(XB, r, c, k=2, calibration="train", return_scores=True)
     np.testing.assert_allclose(s2.reshape(3, 3), XB, atol=1e-9)
-    # calibration on the training entries (all four zeros enumerated, weight 1): at score 0 the
-    # entries are the one (2, 2) and the four zeros, so p = 1/5; at score 1 only ones: p -> 1
-    p = bl.svd_scores(XB, [2, 0, 1], [0, 2, 1], k=1, calibration="train")
+
+
+@pytest.mark.parametrize("calibrator", bl.CALIBRATORS)
+def test_svd_calibration_hand_computed(calibrator):
+    # calibration on the training entries (all four zeros enumerated, weight 1) of the rank-1
+    # scores: at score 0 lie the one (2, 2) and the four zeros, so p = 1/5; at score 1 only
+    # ones: p -> 1
+    p = bl.svd_scores(XB, [2, 0, 1], [0, 2, 1], k=1, calibration="train", calibrator=calibrator)
     np.testing.assert_allclose(p[:2], [0.2, 0.2], atol=1e-4)
     assert p[2] > 0.999
     assert np.all((p > 0) & (p < 1))
 
 
-def test_svd_train_calibration_matches_the_density_in_the_large():
-    # logistic regression with an intercept: its mean probability over the calibration set
+def test_monotone_calibration_keeps_the_ranking_and_beats_platt_on_tdll(toy_fold):
+    _, X_train, (r, c, lab) = toy_fold
+    p, s = bl.svd_scores(X_train, r, c, k=8, return_scores=True)
+    assert np.all(np.diff(p[np.argsort(s, kind="stable")]) >= 0)      # non-decreasing in s
+    assert tdauc_pr(lab, p) == pytest.approx(tdauc_pr(lab, s), abs=1e-12)
+    p_platt = bl.svd_scores(X_train, r, c, k=8, calibrator="logistic")
+    assert bernoulli_tdll(lab, p) > bernoulli_tdll(lab, p_platt)
+
+
+@pytest.mark.parametrize("calibrator", bl.CALIBRATORS)
+def test_svd_train_calibration_matches_the_density_in_the_large(calibrator):
+    # maximum likelihood with a free intercept: the mean probability over the calibration set
     # (all entries of the training matrix when the zeros are enumerated) equals the density
     X = datasets.load("toy90").X
     r, c = _all_entries(*X.shape)
-    p = bl.svd_scores(X, r, c, k=4, calibration="train", n_neg=10**6)
+    p = bl.svd_scores(X, r, c, k=4, calibration="train", calibrator=calibrator, n_neg=10**6)
     assert p.mean() == pytest.approx(X.nnz / (X.shape[0] * X.shape[1]), rel=1e-4)
 
 
-@pytest.fixture(scope="module")
-def toy_fold():
-    X = datasets.load("toy90").X
-    X_train, test = ex.split(X, ex.cv_fold(X.shape, 0, 10, 0))
-    return X, X_train, test
-
-
 @pytest.mark.parametrize("calibration", ["holdout", "train"])
-def test_svd_deterministic_and_in_unit_interval(toy_fold, calibration):
+@pytest.mark.parametrize("calibrator", bl.CALIBRATORS)
+def test_svd_deterministic_and_in_unit_interval(toy_fold, calibration, calibrator):
     _, X_train, (r, c, _) = toy_fold
-    p1 = bl.svd_scores(X_train, r, c, k=8, seed=3, calibration=calibration)
-    p2 = bl.svd_scores(X_train, r, c, k=8, seed=3, calibration=calibration)
+    p1 = bl.svd_scores(X_train, r, c, k=8, seed=3, calibration=calibration, calibrator=calibrator)
+    p2 = bl.svd_scores(X_train, r, c, k=8, seed=3, calibration=calibration, calibrator=calibrator)
     np.testing.assert_array_equal(p1, p2)
     assert p1.dtype == np.float64 and p1.shape == r.shape
     assert np.all((p1 > 0) & (p1 < 1))
     # dense input gives the same probabilities as sparse input
-    p3 = bl.svd_scores(X_train.toarray(), r, c, k=8, seed=3, calibration=calibration)
+    p3 = bl.svd_scores(X_train.toarray(), r, c, k=8, seed=3, calibration=calibration,
+                       calibrator=calibrator)
     np.testing.assert_allclose(p1, p3, rtol=1e-9, atol=1e-12)
 
 
@@ -254,6 +272,10 @@ def test_other_argument_errors():
         bl.popularity(X3, [0], [2], pseudo=0)
     with pytest.raises(ValueError, match="calibration"):
         bl.svd_scores(X3, [0], [2], k=1, calibration="isotonic")
+    with pytest.raises(ValueError, match="calibrator"):
+        bl.svd_scores(X3, [0], [2], k=1, calibrator="isotonic")
+    with pytest.raises(ValueError, match="n_pieces"):
+        bl.svd_scores(X3, [0], [2], k=1, n_pieces=0)
     with pytest.raises(ValueError, match="holdout"):
         bl.svd_scores(X3, [0], [2], k=1, holdout=1.0)
     with pytest.raises(ValueError, match="no rank"):
