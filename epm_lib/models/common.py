@@ -60,6 +60,17 @@ MAX_CUSTOMERS_TOTAL = 100_000_000
 MAX_CUSTOMERS_PER_ONE_AVG = 100
 
 
+@njit(cache=True)
+def _scaled_rows(R, lam):
+    """R_ik lam_k for every row: the factor of each one's rates that depends on its row."""
+    I, T = R.shape
+    Rl = np.empty((I, T))
+    for i in range(I):
+        for k in range(T):
+            Rl[i, k] = R[i, k] * lam[k]
+    return Rl
+
+
 @njit(cache=True, inline="always")
 def _draw_atom(rng, s, P, G, T, ri, cj):
     """One customer's atom: inversion of the categorical cdf of the weights ri[k] cj[k] (total s),
@@ -142,10 +153,7 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1)
     m_ik[:, :] = 0
     m_jk[:, :] = 0
     m_k[:] = 0
-    Rl = np.empty((I, T))
-    for i in range(I):
-        for k in range(T):
-            Rl[i, k] = R[i, k] * lam[k]
+    Rl = _scaled_rows(R, lam)
     G = T // 4                      # full groups of four atoms; atoms 4G..T-1 form group G
     P = np.empty(G + 2)             # P[g] = sum of the weights of groups < g
     M = 0
@@ -195,10 +203,7 @@ def sample_latent_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1
     m_ik[:, :] = 0
     m_jk[:, :] = 0
     m_k[:] = 0
-    Rl = np.empty((I, T))
-    for i in range(I):
-        for k in range(T):
-            Rl[i, k] = R[i, k] * lam[k]
+    Rl = _scaled_rows(R, lam)
     G = T // 4
     P = np.empty(G + 2)
     offsets = np.empty(nnz + 1, dtype=np.int64)
@@ -269,10 +274,7 @@ def link_rates(rows, cols, R, C, lam):
     sorts the test entries), so that each row of R lam stays in cache.
     """
     I, T = R.shape
-    Rl = np.empty((I, T))
-    for i in range(I):
-        for k in range(T):
-            Rl[i, k] = R[i, k] * lam[k]
+    Rl = _scaled_rows(R, lam)
     out = np.empty(rows.shape[0])
     for e in range(rows.shape[0]):
         out[e] = row_dot(Rl[rows[e]], C[cols[e]])
