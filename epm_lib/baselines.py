@@ -21,9 +21,11 @@ the held-out entries to *zero* in the training matrix ("we set all the selected 
 zero during the inference period"), and the stored EPM results follow it; the baselines do the
 same by default, so they are compared on equal terms. A practitioner would rather declare the
 held-out entries *unobserved*: the optional ``mask`` (a boolean ``(I, J)`` matrix, dense or
-sparse, ``True`` = unobserved) does that -- masked entries are neither ones nor zeros for the
-baselines (their ones are ignored, their zeros are not counted as zeros). For the fold protocol
-the mask of the test entries is ``mask_from_entries(rows, cols, X.shape)``, a sparse matrix.
+sparse, ``True`` = unobserved; the convention of ``epm_lib.fit(mask=...)``, parsed by
+``epm_lib.fit.mask_entries``) does that -- masked entries are zeros of ``X_train`` that the
+baselines count neither as ones nor as zeros (a one under the mask is an error, as for ``fit``).
+For the fold protocol the mask of the test entries is
+``epm_lib.fit.missing_mask(X.shape, rows, cols)``, a sparse matrix.
 
 Memory: everything is O(nnz + number of scored entries + (I + J) k); the training matrix is
 never made dense (MovieLens1M, 6040 x 3706, would be 180 MB as float64), and the SVD's factors
@@ -37,13 +39,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from .fit import prepare_matrix
+from .fit import mask_entries, prepare_matrix
 from .metrics import auc_roc, bernoulli_tdll, tdauc_pr
 
 __all__ = [
     "DEFAULT_K", "DEFAULT_PSEUDO", "PROB_EPS",
     "DEFAULT_KS", "DEFAULT_PIECES", "MIN_ONES_PER_PIECE", "CALIBRATORS",
-    "popularity", "svd_scores", "select_k", "score_baselines", "mask_from_entries",
+    "popularity", "svd_scores", "select_k", "score_baselines",
 ]
 
 #: Default rank of :func:`svd_scores`.
@@ -82,47 +84,22 @@ def _entries(rows, cols, I, J, what="entries"):
     return rows, cols
 
 
-def _mask_keys(mask, I, J):
-    """Sorted unique int64 keys i*J + j of the True (unobserved) entries of ``mask`` (or None)."""
+def _mask_keys(mask, I, J, ones):
+    """Sorted unique int64 keys i*J + j of the True (unobserved) entries of ``mask`` (or None),
+    parsed by ``epm_lib.fit.mask_entries``; as for ``fit(mask=...)``, a one of ``X_train`` under
+    the mask is an error (an entry is observed, 0 or 1, or missing)."""
     if mask is None:
         return None
-    if sp.issparse(mask):
-        if mask.ndim != 2 or mask.shape != (I, J):
-            raise ValueError(f"mask must have the shape of X_train {(I, J)}, got {mask.shape}")
-        m = sp.coo_matrix(mask)
-        data = m.data
-        if data.dtype.kind not in "biuf" or np.any((data != 0) & (data != 1)):
-            raise ValueError("mask must be boolean (True = unobserved) or hold only 0 and 1")
-        on = data != 0
-        keys = np.unique(m.row[on].astype(np.int64) * J + m.col[on])
-    else:
-        m = np.asarray(mask)
-        if m.ndim != 2 or m.shape != (I, J):
-            raise ValueError(f"mask must have the shape of X_train {(I, J)}, got {m.shape}")
-        if m.dtype.kind not in "biuf" or np.any((m != 0) & (m != 1)):
-            raise ValueError("mask must be boolean (True = unobserved) or hold only 0 and 1")
-        keys = np.flatnonzero(m.reshape(-1) != 0).astype(np.int64)
+    keys = mask_entries(mask, (I, J))
     if keys.size == I * J:
         raise ValueError("mask marks every entry as unobserved: there is nothing to learn from")
+    clash = np.isin(keys, ones, assume_unique=True)
+    if clash.any():
+        e = int(keys[np.flatnonzero(clash)[0]])
+        raise ValueError(f"{int(clash.sum())} ones of X_train are under the mask (e.g. ({e // J}, "
+                         f"{e % J})); an entry is either observed (0 or 1) or missing: set held-out "
+                         f"ones to 0 in X_train (epm_lib.experiments.split), as for epm_lib.fit")
     return keys
-
-
-def _observed_ones(ones, mkeys):
-    """Keys of the ones that are not masked."""
-    if mkeys is None or mkeys.size == 0:
-        return ones
-    return ones[~np.isin(ones, mkeys, assume_unique=True)]
-
-
-def mask_from_entries(rows, cols, shape):
-    """The sparse boolean mask (True = unobserved) of the entries ``(rows, cols)``.
-
-    E.g. ``mask_from_entries(test[0], test[1], X.shape)``: declare a fold's test entries
-    unobserved instead of zero.
-    """
-    I, J = (int(s) for s in shape)
-    rows, cols = _entries(rows, cols, I, J, "mask entries")
-    return sp.csr_matrix((np.ones(rows.size, dtype=bool), (rows, cols)), shape=(I, J))
 
 
 def _clip(p):
@@ -150,8 +127,8 @@ def popularity(X_train, rows, cols, mask=None, pseudo=DEFAULT_PSEUDO):
     ``pseudo`` small against the degrees this is ``d_i d_j / D``. Probabilities are clipped to
     ``[PROB_EPS, 1 - PROB_EPS]``.
 
-    With ``mask`` (boolean ``(I, J)``, dense or sparse, True = unobserved): the degrees count
-    only the ones of observed entries, and each is divided by the observed fraction of its row
+    With ``mask`` (boolean ``(I, J)``, dense or sparse, True = unobserved; no one of
+    ``X_train`` may be masked): each degree is divided by the observed fraction of its row
     (``n_i / J``, ``n_i`` = observed entries of row i) or column (``n_j / I``); ``D`` by the
     observed fraction of the matrix. That is, a degree estimates what the row or column would
     have if all its entries were observed (the missing entries assumed missing at random within
@@ -165,14 +142,14 @@ def popularity(X_train, rows, cols, mask=None, pseudo=DEFAULT_PSEUDO):
     if not (isinstance(pseudo, (int, float, np.integer, np.floating)) and not isinstance(pseudo, bool)
             and math.isfinite(pseudo) and pseudo > 0):
         raise ValueError(f"pseudo must be a finite number > 0, got {pseudo!r}")
-    d_row, d_col, D = _degrees(ones, _mask_keys(mask, I, J), I, J)
+    d_row, d_col, D = _degrees(ones, _mask_keys(mask, I, J, ones), I, J)
     rate = (d_row[rows] + pseudo) * (d_col[cols] + pseudo) / (D + pseudo * (I + J) / 2)
     return _clip(-np.expm1(-rate))
 
 
 def _degrees(ones, mkeys, I, J):
     """Row and column degrees and total of the observed ones, scaled by the observed fractions."""
-    obs = _observed_ones(ones, mkeys)
+    obs = ones
     d_row = np.bincount(obs // J, minlength=I).astype(float)
     d_col = np.bincount(obs % J, minlength=J).astype(float)
     D = float(obs.size)
@@ -214,12 +191,11 @@ def _reconstruct(US, V, rows, cols, k=None):
 
 
 def _sample_zeros(ones_all, mkeys, I, J, n_neg, rng):
-    """Keys of observed zeros: all of them if there are at most ``n_neg``, else ``n_neg`` drawn
-    uniformly with replacement (rejection sampling of linear indices). Returns (keys, weight),
-    ``weight`` = (number of observed zeros) / (number returned)."""
-    n_masked = 0 if mkeys is None else mkeys.size
-    n_masked_ones = 0 if mkeys is None else int(np.isin(ones_all, mkeys, assume_unique=True).sum())
-    n_zero = I * J - ones_all.size - (n_masked - n_masked_ones)
+    """Keys of observed zeros (neither ones nor masked): all of them if there are at most
+    ``n_neg``, else ``n_neg`` drawn uniformly with replacement (rejection sampling of linear
+    indices). Returns (keys, weight), ``weight`` = (number of observed zeros) / (number returned).
+    No one is masked (``_mask_keys``)."""
+    n_zero = I * J - ones_all.size - (0 if mkeys is None else mkeys.size)
     if n_zero <= 0:
         return np.empty(0, np.int64), 1.0
     excluded = ones_all if mkeys is None else np.union1d(ones_all, mkeys)
@@ -380,9 +356,10 @@ def svd_scores(X_train, rows, cols, k=DEFAULT_K, mask=None, seed=0, calibration=
        Held-out (test) entries are zeros of the training matrix unless masked, and enter the
        calibration as zeros like any other zero: nothing about their labels is used.
 
-    ``mask`` (boolean ``(I, J)``, dense or sparse, True = unobserved): masked entries are left
-    out of the factorised matrix (a masked one counts as a zero there, as the SVD cannot tell
-    missing from zero) and out of the calibration (neither its ones nor its zeros are used).
+    ``mask`` (boolean ``(I, J)``, dense or sparse, True = unobserved; no one of ``X_train`` may
+    be masked): masked entries stay zeros of the factorised matrix (the SVD cannot tell missing
+    from zero: "PureSVD" zero-filling) but are left out of the calibration and of the zeros it
+    draws.
 
     Requires ``1 <= k < min(I, J)``. Deterministic given ``seed``. Returns a float64 array of
     probabilities in ``[PROB_EPS, 1 - PROB_EPS]``; with ``return_scores=True`` the pair
@@ -406,10 +383,8 @@ def svd_scores(X_train, rows, cols, k=DEFAULT_K, mask=None, seed=0, calibration=
     if calibration == "holdout" and not (isinstance(holdout, (float, int)) and not isinstance(holdout, bool)
                                          and 0 < holdout < 1):
         raise ValueError(f"holdout must be a number strictly between 0 and 1, got {holdout!r}")
-    mkeys = _mask_keys(mask, I, J)
-    obs = _observed_ones(ones, mkeys)
-    if obs.size == 0:
-        raise ValueError("X_train has no observed ones (every one is masked)")
+    mkeys = _mask_keys(mask, I, J, ones)
+    obs = ones
     if n_neg is None:
         n_neg = max(2 * obs.size, 20000)
     elif isinstance(n_neg, bool) or not isinstance(n_neg, (int, np.integer)) or n_neg < 1:
@@ -477,8 +452,8 @@ def select_k(X_train, ks=DEFAULT_KS, mask=None, seed=0, holdout=0.1, n_neg=None,
         raise ValueError(f"ks holds no rank with 1 <= k < min(I, J) = {min(I, J)}")
     if not (isinstance(holdout, (float, int)) and not isinstance(holdout, bool) and 0 < holdout < 1):
         raise ValueError(f"holdout must be a number strictly between 0 and 1, got {holdout!r}")
-    mkeys = _mask_keys(mask, I, J)
-    obs = _observed_ones(ones, mkeys)
+    mkeys = _mask_keys(mask, I, J, ones)
+    obs = ones
     if obs.size < 2:
         raise ValueError("select_k needs at least two observed ones")
     if n_neg is None:
@@ -528,13 +503,11 @@ def _check_test(test, I, J, ones, mkeys):
     if np.unique(key).size != key.size:
         raise ValueError("test lists some entry more than once")
     leak = np.isin(key, ones)
-    if mkeys is not None:
-        leak &= ~np.isin(key, mkeys)
     if leak.any():
         e = int(np.flatnonzero(leak)[0])
-        raise ValueError(f"{int(leak.sum())} test entries are observed ones of X_train (e.g. "
-                         f"({rows[e]}, {cols[e]})); held-out entries must be zeros of X_train "
-                         f"(epm_lib.experiments.split) or masked")
+        raise ValueError(f"{int(leak.sum())} test entries are ones of X_train (e.g. "
+                         f"({rows[e]}, {cols[e]})); held-out entries must be set to zero in "
+                         f"X_train (epm_lib.experiments.split), and may also be masked")
     return rows, cols, (labels != 0).astype(np.int8)
 
 
@@ -552,7 +525,7 @@ def score_baselines(X_train, test, mask=None, seed=0, k=(DEFAULT_K, "auto"), pse
 
     ``test = (rows, cols, labels)`` as returned by ``epm_lib.experiments.split`` (the
     ``test`` argument of ``epm_lib.fit``): the held-out entries must be zeros of ``X_train``
-    or masked. ``k``: the rank(s) of the SVD baseline, an int, ``"auto"`` (chosen on the
+    (and may be masked: ``mask=epm_lib.fit.missing_mask(X_train.shape, rows, cols)``). ``k``: the rank(s) of the SVD baseline, an int, ``"auto"`` (chosen on the
     training matrix by :func:`select_k`) or a sequence of them; default ``(16, "auto")``.
     ``pseudo`` is the popularity's pseudo-degree, ``seed`` the seed of the SVD, its
     calibration and ``select_k``; ``calibration`` and ``calibrator``: how the SVD's scores
@@ -564,7 +537,7 @@ def score_baselines(X_train, test, mask=None, seed=0, k=(DEFAULT_K, "auto"), pse
     class only, as TDAUC-PR is NaN without a test one.
     """
     I, J, ones = _train_matrix(X_train)
-    mkeys = _mask_keys(mask, I, J)
+    mkeys = _mask_keys(mask, I, J, ones)
     rows, cols, labels = _check_test(test, I, J, ones, mkeys)
     try:
         ks = [k] if isinstance(k, (int, np.integer, str)) else list(k)

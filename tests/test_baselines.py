@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from epm_lib import baselines as bl
 from epm_lib import datasets
 from epm_lib import experiments as ex
+from epm_lib.fit import missing_mask
 from epm_lib.metrics import bernoulli_tdll, tdauc_pr
 
 X3 = np.array([[1, 1, 0],
@@ -57,28 +58,31 @@ def test_popularity_zero_degree_row_gets_the_pseudo_count():
 
 
 def test_popularity_mask_hand_computed_dense_and_sparse():
-    # unobserved: (0, 1) (a one: ignored) and (2, 0). Observed ones (0,0), (1,1), (2,2).
+    # unobserved: the zeros (0, 2) and (2, 0); degrees d_row = 2, 1, 1 and d_col = 1, 2, 1
     mask = np.zeros((3, 3), bool)
-    mask[0, 1] = mask[2, 0] = True
-    # observed entries per row 2, 3, 2 -> degrees 1 * 3/2, 1, 1 * 3/2
-    # observed entries per column 2, 2, 3 -> degrees 1 * 3/2, 1 * 3/2, 1
-    # D = 3 ones among 7 observed of 9 entries -> 3 * 9 / 7
-    d_row, d_col, D = [1.5, 1.0, 1.5], [1.5, 1.5, 1.0], 27 / 7
+    mask[0, 2] = mask[2, 0] = True
+    # observed entries per row 2, 3, 2 -> degrees 2 * 3/2, 1, 1 * 3/2
+    # observed entries per column 2, 3, 2 -> degrees 1 * 3/2, 2, 1 * 3/2
+    # D = 4 ones among 7 observed of 9 entries -> 4 * 9 / 7; normaliser D + 0.5 * (3 + 3) / 2
+    d_row, d_col, D = [3.0, 1.0, 1.5], [1.5, 2.0, 1.5], 36 / 7
     rows, cols = np.array([0, 2, 1, 0]), np.array([2, 0, 0, 1])
     expected = [1 - math.exp(-(d_row[i] + .5) * (d_col[j] + .5) / (D + 1.5)) for i, j in zip(rows, cols)]
     np.testing.assert_allclose(bl.popularity(X3, rows, cols, mask=mask), expected, rtol=1e-12)
     np.testing.assert_allclose(bl.popularity(sp.csr_matrix(X3), rows, cols, mask=sp.csr_matrix(mask)),
                                expected, rtol=1e-12)
     np.testing.assert_allclose(bl.popularity(X3, rows, cols, mask=mask.astype(np.int8)), expected, rtol=1e-12)
+    np.testing.assert_allclose(bl.popularity(X3, rows, cols, mask=missing_mask((3, 3), [0, 2], [2, 0])),
+                               expected, rtol=1e-12)
 
 
 def test_popularity_fully_masked_row_keeps_the_pseudo_count():
+    X = np.array([[1, 1, 0], [0, 1, 1], [0, 0, 0]])
     mask = np.zeros((3, 3), bool)
-    mask[0] = True
-    # row 0 unobserved: d_row = 0, 1, 1; observed entries per column 2, 2, 2 -> d_col = 0, 1.5, 1.5
-    # D = 2 ones among 6 observed -> 2 * 9 / 6 = 3
-    p = bl.popularity(X3, [0, 1], [1, 1], mask=mask)
-    np.testing.assert_allclose(p, [1 - math.exp(-0.5 * 2.0 / 4.5), 1 - math.exp(-1.5 * 2.0 / 4.5)])
+    mask[2] = True
+    # row 2 unobserved: d_row = 2, 2, 0; observed entries per column 2, 2, 2 -> d_col = 1.5, 3, 1.5
+    # D = 4 ones among 6 observed -> 4 * 9 / 6 = 6; normaliser 6 + 1.5
+    p = bl.popularity(X, [2, 1], [1, 1], mask=mask)
+    np.testing.assert_allclose(p, [1 - math.exp(-0.5 * 3.5 / 7.5), 1 - math.exp(-2.5 * 3.5 / 7.5)])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,15 +176,22 @@ def test_toy90_svd_beats_popularity(toy_fold):
     assert bl.score_baselines(X_train, test, seed=0) == res
 
 
-def test_mask_makes_the_held_out_ones_invisible(toy_fold):
-    # with the test entries masked, the full matrix and the training matrix give the same scores
+def test_masked_test_entries(toy_fold):
+    # the test entries declared unobserved (fit's convention): scores finite, the SVD's ranking
+    # unchanged (the factorised matrix is the same), the popularity's degrees rescaled
     X, X_train, test = toy_fold
-    mask = bl.mask_from_entries(test[0], test[1], X.shape)
-    a = bl.score_baselines(X, test, mask=mask, k=8)
-    b = bl.score_baselines(X_train, test, mask=mask, k=8)
-    assert a == b
+    mask = missing_mask(X.shape, test[0], test[1])
+    a = bl.score_baselines(X_train, test, mask=mask, k=8)
+    b = bl.score_baselines(X_train, test, k=8)
+    assert a == bl.score_baselines(X_train, test, mask=mask.toarray(), k=8)
+    assert a["svd-k8"]["tdauc_pr"] == pytest.approx(b["svd-k8"]["tdauc_pr"], abs=1e-9)
+    assert a["popularity"]["tdll"] != b["popularity"]["tdll"]
+    assert all(math.isfinite(v) for r in a.values() for v in r.values())
+    # the held-out ones of X under the mask: refused as by fit (an entry is observed or missing)
+    with pytest.raises(ValueError, match="under the mask"):
+        bl.score_baselines(X, test, mask=mask)
     # without the mask the held-out ones of X would leak: refused
-    with pytest.raises(ValueError, match="observed ones of X_train"):
+    with pytest.raises(ValueError, match="ones of X_train"):
         bl.score_baselines(X, test)
 
 
@@ -251,10 +262,12 @@ def test_validation_errors(fn):
         call(rows=[0], cols=[-1])
     with pytest.raises(ValueError, match="integer indices"):
         call(rows=[0.5], cols=[1])
-    with pytest.raises(ValueError, match="shape of X_train"):
+    with pytest.raises(ValueError, match="shape of X"):
         call(mask=np.zeros((3, 4), bool))
-    with pytest.raises(ValueError, match="shape of X_train"):
+    with pytest.raises(ValueError, match="shape of X"):
         call(mask=sp.csr_matrix((2, 3), dtype=bool))
+    with pytest.raises(ValueError, match="under the mask"):
+        call(mask=np.eye(3, dtype=bool))
     with pytest.raises(ValueError, match="boolean"):
         call(mask=np.full((3, 3), 2))
     with pytest.raises(ValueError, match="every entry"):
