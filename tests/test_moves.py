@@ -6,8 +6,14 @@
     thinned by ``THIN`` proposals, well beyond the autocorrelation time (at most ~16 proposals
     for the state indicators of these instances, measured when the test was written; lag-50
     correlations are below 0.01), so the thinned states are close to independent.
+    Block units (rows, columns, and the default mixture with customers) are tested the same
+    way on instances where several customers share a row or a column in one atom; a chain of
+    row (column) blocks alone cannot leave the block-consistent states reachable from one atom
+    (every row's customers in one atom), so it is compared with P(z | m, h) conditioned on them
+    (and is checked never to leave them).
 (b) A deliberately wrong ratio (the merge without the reverse split's q_SA; the DEPM without
-    the label-choice factor) fails the same test.
+    the label-choice factor; a block merge of atoms that share a block evaluated as a customer
+    merge instead of rejected) fails the same test.
 (c) Bookkeeping: counts equal ``idepm.seat_counts`` of the returned z, labels contiguous, the
     customer index consistent, the same seed gives the same output.
 (d) The target agrees with ``theory.log_joint_counts`` (Eq. 41) and
@@ -25,6 +31,7 @@ from epm_lib.models import idepm, moves
 
 THIN = 50            # proposals between recorded states
 N_SAMPLES = 30_000   # recorded states per chain (1.5M proposals)
+N_SAMPLES_BLOCKS = 20_000   # the same for block units (1M proposals)
 P_OK = 1e-3
 P_BAD = 1e-6
 
@@ -32,7 +39,7 @@ P_BAD = 1e-6
 # ------------------------------------------------------------------------------------ helpers
 @njit(cache=True)
 def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, thin, n_scans,
-                 mutation):
+                 mutation, units):
     """Codes of the states after every ``thin`` proposals: the restricted-growth string of the
     partition (T = 0, IDEPM) or the label map (T > 0, DEPM), read as a base-M (base-T) number."""
     M = z.shape[0]
@@ -44,16 +51,16 @@ def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, th
         c = idepm.seat_counts(rows, cols, offsets, z, n_rows, n_cols, T)
     n_ik, n_jk, n_k = c
     codes = np.empty(n_samples, np.int64)
-    stats = np.zeros(5, np.int64)
+    stats = np.zeros(moves.N_STATS, np.int64)
     for it in range(n_samples):
         if T == 0:
             z, n_ik, n_jk, n_k, K, st = moves._split_merge_idepm(
                 rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, thin, n_scans,
-                mutation)
+                mutation, units)
         else:
             z, n_ik, n_jk, n_k, K, st = moves._split_merge_depm(
                 rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, T, thin, n_scans,
-                mutation)
+                mutation, units)
         stats += st
         code = 0
         if T == 0:
@@ -122,10 +129,26 @@ def _pooled_p(counts, probs):
 INSTANCES = {
     "3x2_M5": (np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([2, 2, 1]), 4, 3),
     "2x2_M6": (np.array([0, 0, 1]), np.array([0, 1, 1]), np.array([3, 2, 1]), 2, 2),
+    # every row and column holds 3 customers (blocks of 1-3 customers in an atom)
+    "2x2_full": (np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([2, 1, 1, 2]), 2, 2),
+    # four rows (15 row-consistent partitions), rows and columns of 1-3 customers; and its transpose
+    "4x2_M7": (np.array([0, 1, 1, 2, 3, 3]), np.array([0, 0, 1, 1, 0, 1]),
+               np.array([2, 1, 1, 1, 1, 1]), 4, 2),
+    "2x4_M7": (np.array([0, 0, 1, 1, 0, 1]), np.array([0, 1, 1, 2, 3, 3]),
+               np.array([2, 1, 1, 1, 1, 1]), 2, 4),
 }
+CUSTOMER, ROW, COLUMN, MIXED = (moves.UNIT_CUSTOMER, moves.UNIT_ROW, moves.UNIT_COLUMN,
+                                moves.UNITS_MIXED)
 
 
-def _run(instance, T, a1, a2, g0, mutation, seed, n_scans=0):
+def _block_consistent(state, key):
+    """Every block (customers with the same ``key``) in one atom."""
+    state = np.asarray(state)
+    return all(np.unique(state[key == k]).size == 1 for k in np.unique(key))
+
+
+def _run(instance, T, a1, a2, g0, mutation, seed, n_scans=0, units=CUSTOMER,
+         n_samples=N_SAMPLES):
     rows, cols, m, I, J = INSTANCES[instance]
     offsets = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
     M = int(offsets[-1])
@@ -133,14 +156,26 @@ def _run(instance, T, a1, a2, g0, mutation, seed, n_scans=0):
     logp = np.array([moves.log_seating_target(rows, cols, offsets, np.array(s), I, J, a1, a2, g0,
                                               None if T == 0 else T) for s in states])
     probs = np.exp(logp - logp.max())
+    if units in (ROW, COLUMN):
+        # rows (columns) alone keep the chain, started from one atom, in the block-consistent
+        # states: compare with the target conditioned on them
+        key = np.repeat(rows if units == ROW else cols, m)
+        probs *= np.array([_block_consistent(s, key) for s in states])
     probs /= probs.sum()
     index = {_code(s, base): n for n, s in enumerate(states)}
     z0 = np.zeros(M, np.int64)
     codes, stats = _chain_codes(np.random.default_rng(seed), rows, cols, offsets, z0, I, J,
-                                a1, a2, g0, T, N_SAMPLES, THIN, n_scans, mutation)
+                                a1, a2, g0, T, n_samples, THIN, n_scans, mutation, units)
     counts = np.bincount(np.array([index[c] for c in codes]), minlength=len(states))
-    p, cells = _pooled_p(counts, probs)
+    assert counts[probs == 0].sum() == 0            # never outside the closed class
+    keep = probs > 0
+    p, cells = _pooled_p(counts[keep], probs[keep])
     return p, cells, stats
+
+
+def _unit_stats(stats, unit):
+    base = moves.N_GLOBAL_STATS + moves.N_UNIT_STATS * unit
+    return stats[base:base + moves.N_UNIT_STATS]
 
 
 EXACT_CASES = [   # (instance, T (0 = IDEPM), alpha1, alpha2, gamma0)
@@ -192,6 +227,58 @@ def test_moves_leave_the_exact_conditional_invariant(instance, T, a1, a2, g0, n_
 def test_a_wrong_ratio_fails(instance, T, a1, a2, g0, mutation, n_scans):
     p, cells, stats = _run(instance, T, a1, a2, g0, mutation, 12345, n_scans)
     print(f"mutation {mutation}: {instance} T={T} alpha=({a1}, {a2}) gamma0={g0} "
+          f"n_scans={n_scans}: chi2 p = {p:.3g} ({cells} cells)")
+    assert p < P_BAD, p
+
+
+# ------------------------------------------------------------------- (a, b) block units
+BLOCK_CASES = [   # (instance, T, alpha1, alpha2, gamma0, units)
+    ("2x2_full", 0, 0.5, 0.5, 1.0, MIXED),
+    ("2x2_full", 0, 0.05, 0.05, 1.0, MIXED),
+    ("4x2_M7", 0, 0.3, 0.3, 1.0, MIXED),
+    ("2x2_full", 2, 0.5, 0.5, 2.0, MIXED),
+    ("3x2_M5", 3, 0.05, 0.05, 2.0, MIXED),
+    ("4x2_M7", 0, 0.3, 0.3, 1.0, ROW),
+    ("2x4_M7", 0, 0.5, 0.05, 2.0, COLUMN),
+    ("4x2_M7", 3, 0.3, 1.0, 3.0, ROW),
+]
+
+
+@pytest.mark.parametrize("n_scans", [0, 2])
+@pytest.mark.parametrize("instance, T, a1, a2, g0, units", BLOCK_CASES)
+def test_block_moves_leave_the_exact_conditional_invariant(instance, T, a1, a2, g0, units, n_scans):
+    p, cells, stats = _run(instance, T, a1, a2, g0, 0, 2024, n_scans, units, N_SAMPLES_BLOCKS)
+    print(f"{instance} T={T} alpha=({a1}, {a2}) gamma0={g0} units={units} n_scans={n_scans}: "
+          f"chi2 p = {p:.4g} ({cells} cells), per unit "
+          f"{[_unit_stats(stats, u).tolist() for u in (CUSTOMER, ROW, COLUMN)]}")
+    blocks = (ROW, COLUMN) if units == MIXED else (units,)
+    for u in blocks:
+        st = _unit_stats(stats, u)
+        assert st[moves.SPLIT_ACCEPTED] > 100 and st[moves.MERGE_ACCEPTED] > 100
+        assert st[moves.SPLIT_IMPOSSIBLE] > 0                 # anchors in one block
+        if units == MIXED:
+            assert st[moves.MERGE_INCONSISTENT] > 100         # atoms sharing a block
+    # the global statistics are the sums of the units'
+    per_unit = sum(_unit_stats(stats, u)[:4] for u in (CUSTOMER, ROW, COLUMN))
+    assert np.array_equal(per_unit, stats[:4])
+    assert p > P_OK, p
+
+
+@pytest.mark.parametrize("instance, T, a1, a2, g0, units, mutation, n_scans", [
+    # 3: a block merge of atoms that share a block evaluated as a customer merge (instead of
+    #    rejected: its reverse block split has probability 0)
+    ("2x2_full", 0, 0.5, 0.5, 1.0, MIXED, 3, 0),
+    ("4x2_M7", 0, 0.3, 0.3, 1.0, MIXED, 3, 2),
+    ("2x2_full", 2, 0.5, 0.5, 2.0, MIXED, 3, 0),
+    # 1: the block merge without the probability of its reverse block split
+    ("4x2_M7", 0, 0.3, 0.3, 1.0, ROW, 1, 0),
+    ("4x2_M7", 0, 0.3, 0.3, 1.0, ROW, 1, 2),
+    ("4x2_M7", 3, 0.3, 1.0, 3.0, ROW, 1, 0),
+])
+def test_a_wrong_block_ratio_fails(instance, T, a1, a2, g0, units, mutation, n_scans):
+    p, cells, stats = _run(instance, T, a1, a2, g0, mutation, 2024, n_scans, units,
+                           N_SAMPLES_BLOCKS)
+    print(f"mutation {mutation}: {instance} T={T} alpha=({a1}, {a2}) gamma0={g0} units={units} "
           f"n_scans={n_scans}: chi2 p = {p:.3g} ({cells} cells)")
     assert p < P_BAD, p
 
@@ -251,8 +338,9 @@ def test_depm_counts_labels_and_determinism():
         assert x.shape == y.shape and np.array_equal(x, y)
 
 
+@pytest.mark.parametrize("units", [CUSTOMER, MIXED])
 @pytest.mark.parametrize("T", [0, 5])
-def test_customer_index_stays_consistent(T):
+def test_customer_index_stays_consistent(T, units):
     """Many accepted moves in one call (blocks rewritten, merged blocks appended, the buffer
     compacted): the index of customers by label still lists exactly the customers of z."""
     rows, cols, offsets, z = _random_state(5, nnz=60, K=3)
@@ -262,14 +350,61 @@ def test_customer_index_stays_consistent(T):
     g0 = 3.0
     log_c1, a_c = (math.log(g0), 0.0) if T == 0 else (math.log(g0 / T), g0 / T)
     zz = z.copy()
+    n = 3000 if units == CUSTOMER else 9000          # a third of these merges customers
+    trace = np.zeros((n, 4))
     K, st, buf, start, size = moves._split_merge_core(
         np.random.default_rng(6), ci, cj, zz, n_labels, 30, 40, 30, 40, 1.0, 1.0, log_c1, a_c, T,
-        3000, 2, 0, np.empty((0, 3)))
+        n, 2, 0, trace, units)
     assert st[moves.MERGE_ACCEPTED] > 3 * M // 10          # the buffer was compacted
     for k in range(n_labels):
         members = np.sort(buf[start[k]:start[k] + size[k]])
         assert np.array_equal(members, np.flatnonzero(zz == k))
     assert K == np.count_nonzero(size)
+    # the trace's unit column matches the per-unit statistics; merges rejected as not
+    # block-consistent have log ratio -inf
+    for u in (CUSTOMER, ROW, COLUMN):
+        us = _unit_stats(st, u)
+        assert np.count_nonzero(trace[:, 3] == u) == us[moves.SPLIT_PROPOSED] + \
+            us[moves.MERGE_PROPOSED]
+        assert np.count_nonzero((trace[:, 3] == u) & (trace[:, 0] == -np.inf)) == \
+            us[moves.MERGE_INCONSISTENT]
+    if units == MIXED:
+        assert _unit_stats(st, ROW)[moves.MERGE_ACCEPTED] > 0
+        assert _unit_stats(st, COLUMN)[moves.SPLIT_ACCEPTED] > 0
+
+
+@pytest.mark.parametrize("units", [ROW, COLUMN])
+def test_block_moves_keep_blocks_whole(units):
+    """From one atom, row (column) blocks alone only ever reach states in which the customers of
+    every row (column) share an atom; from a random state, no block merge of atoms sharing a
+    row (column) is accepted."""
+    rows, cols, offsets, _ = _random_state(7, I=12, J=15, nnz=80)
+    ci, cj = moves._customer_cells(rows, cols, offsets)
+    M = int(offsets[-1])
+    key = ci if units == ROW else cj
+    zz = np.zeros(M, np.int64)
+    K, st, *_ = moves._split_merge_core(np.random.default_rng(8), ci, cj, zz, M + 1, 12, 15, 12, 15,
+                                        0.5, 0.5, math.log(2.0), 0.0, 0, 2000, 1, 0,
+                                        np.empty((0, 3)), units)
+    us = _unit_stats(st, units)
+    assert us[moves.SPLIT_ACCEPTED] > 20 and us[moves.MERGE_ACCEPTED] > 20
+    assert us[moves.MERGE_INCONSISTENT] == 0 and K > 1
+    assert all(np.unique(zz[key == k]).size == 1 for k in np.unique(key))
+    # a random state (its atoms share rows and columns), one proposal at a time: a block merge
+    # of atoms that share a block is never taken
+    rng = np.random.default_rng(9)
+    zz = rng.integers(0, 3, M)
+    trace = np.zeros((1, 4))
+    n_rejected = 0
+    for _ in range(300):
+        before = zz.copy()
+        moves._split_merge_core(rng, ci, cj, zz, M + 1, 12, 15, 12, 15, 0.5, 0.5, math.log(2.0),
+                                0.0, 0, 1, 1, 0, trace, units)
+        if trace[0, 0] == -np.inf:
+            n_rejected += 1
+            assert trace[0, 1] == 0 and trace[0, 3] == units
+            assert np.array_equal(zz, before)
+    assert n_rejected > 50
 
 
 def test_tiny_inputs():

@@ -96,6 +96,60 @@ For the IDEPM the state is a partition: labels carry no weight, the returned lab
 renumbered 0..K+-1 (a split adds the label K+; a merge removes the label of s2's atom and the
 larger labels move down by one).
 
+Block units (``units``)
+-----------------------
+An atom of the EPM is a bi-cluster (a profile over rows and one over columns), and a large atom
+split one customer at a time starts nearly at random; the scans, moving one customer at a time,
+do not find its block structure. A proposal may instead move BLOCKS: with the unit "row", the
+customers of S in one row i, B_i = {c in S : row(c) = i}, move together (with "column", those in
+one column). The unit of a proposal is fixed by ``units`` (``UNIT_CUSTOMER``, ``UNIT_ROW``,
+``UNIT_COLUMN``) or drawn for each proposal, independently of the state, with probabilities
+``MIXED_UNIT_PROBS`` (``UNITS_MIXED``, the default). The blocks are a function of S and of the
+unit only, so they are the same in the merged state and in every split of S.
+
+* The anchors are drawn as before; B1, B2 are their blocks. A split with B1 = B2 (anchors in one
+  row) cannot separate them: the proposal is "stay" (counted as ``SPLIT_IMPOSSIBLE``).
+* Split: S1 = B1, S2 = B2, then the other blocks, in a uniformly random order sigma, each to S1
+  or S2 with probability proportional to w_S1(B), w_S2(B), where w_S(B) = pi(S u B)/pi(S) is the
+  product of the weights (*) of B's customers added one after the other (in any order; one pass
+  over B, with per-row and per-column counts of the customers of B already added). Restricted
+  Gibbs scans move whole blocks in the same way (the anchors' blocks stay put).
+* Only block-consistent splits can be proposed (every block wholly in S1 or in S2). A merge
+  whose current (S1, S2) is not block-consistent (a row with customers in both atoms) is
+  rejected at once (``MERGE_INCONSISTENT``); otherwise the reverse split is replayed, block by
+  block, as for customers.
+
+The ratio is (**) with blocks for customers: building S1 u S2 from B1, then B2, then the blocks,
+
+    ln r = ln pi(B2) - ln w_B1(B2) + sum_B ln[(w_S1(B) + w_S2(B)) / w_S12(B)]             (***)
+
+for the sequential allocation (and ln pi(S1) pi(S2)/pi(S1 u S2) - ln q_scan as above with
+scans); pi(B2) = w_{empty}(B2), with C(1)/(I a1 J a2) in place of the atom factor at n = 0. With
+B1 = {s1}, B2 = {s2} this is (**).
+
+Exactness. Fix the unit u and the anchors (their probabilities do not depend on the state), so
+S, the blocks and the law of sigma are fixed. Let x_m be the state with S one atom and x_s one
+with S split into S1 (holding s1) and S2. If x_s is block-consistent, the split from x_m
+proposes it with probability q(x_s | x_m) > 0, the merge from x_s proposes x_m, and min(1, r)
+with r from (***) is the Metropolis-Hastings acceptance of this pair, as for customers. If x_s
+is not block-consistent, q(x_s | x_m) = 0: the Metropolis-Hastings ratio of the merge from x_s,
+pi(x_m) q(x_s | x_m) / (pi(x_s) x 1), is 0, so the merge is rejected, and the flow from x_m to
+x_s is 0 as well; detailed balance pi(x_m) P(x_m -> x_s) = pi(x_s) P(x_s -> x_m) holds with both
+sides 0. So the kernel of each (u, s1, s2) is reversible with respect to pi, and so is their
+mixture with state-independent weights (over the anchors, and over the units with
+``MIXED_UNIT_PROBS``). Each block kernel alone is not irreducible (rows alone, from one atom,
+keep every row's customers in one atom); the customer component and the Gibbs sweep are.
+Forgetting the rejection (e.g. evaluating such a merge as a customer merge, ``mutation=3`` of
+``_split_merge_core``) makes the merge's flow positive and its reverse zero: the enumeration
+tests in ``tests/test_moves.py`` catch it, as they catch a merge without its reverse q.
+
+Cost of a block proposal: the customers of S are grouped by row (column) in two passes, with a
+scratch table per row (column) reset on the rows (columns) touched; the allocation and each scan
+take three passes over S (weights, then remove / add), with logarithms per block only. So a
+block proposal is O(|S|) as well; on MovieLens100K it costs about as much per customer of S as a
+customer proposal (``BLOCK_WORK``), and a merge rejected as not block-consistent stops at the
+first shared block.
+
 Cost. A call builds, in O(M), the row and column of every customer and an index of the
 customers by atom (counting sort into a buffer of 2M slots; a split rewrites its atom's block in
 place, a merge appends the merged block, and the buffer is compacted when full, O(M) every >= M
@@ -116,6 +170,27 @@ from a 2-atom state splits are taken with s >= 5 (about 1 in 30-50; never with s
 states with 11 or 22 atoms none of thousands of proposals was accepted, for any s up to 20: the
 log ratios of the best splits are about -10, of the best merges -300 and below (median -1000 and
 -3000 or worse). There these moves leave the chain where it is, exactly but uselessly.
+
+Block units in practice (MovieLens100K, measured when they were added; states after 200 Gibbs
+sweeps of ``fit`` from 2, 10 and 100 atoms, K+ = 2, 12, 25, M ~ 67 000-76 000; 1000 proposals of
+each unit per state, s = 5; s = 0 and 20 alike). A block proposal is nearly deterministic (-ln q
+of a block split: median 6-27 nats, against 1300-11 000 for a customer split), and its splits
+are far better than a customer split's (ln pi(S1) pi(S2)/pi(S), median -100 to -310 against
+-2200 to -13 000). At K+ = 2 column blocks find splits with log ratios up to +1450 (3 of 390
+taken; 2 of 521 customer splits), but at K+ = 12 and 25 the best block split found is still 4-22
+nats worse than the unsplit atom: 0 of ~100 row and ~100 column splits per state taken (0 of
+~120 customer splits). Block merges are useless there: every block merge of these states was
+rejected as not block-consistent (any two atoms that are not tiny share rows and columns: of the
+66 and 300 pairs, 7 and 53 share no row, all with an atom of 1 or 2 customers). Merging is in any
+case disfavoured by pi itself: over the pairs of atoms, the median ln pi(merged)/pi(split) is
+-1310 (K+ = 12) and -740 (K+ = 25). Chains of ``fit`` with a 1 % hold-out (``cv_fold(shape, 0,
+100, 0)``), 10 proposals per sweep of the mixture (s = 5): from 1, 2 and 100 atoms K+ is about
+4.7, 6.9 and 19.2 after 2000 sweeps (TDLL -0.0839, -0.0832, -0.0797); with 30 proposals per
+sweep 6.6 and 17.8 from 1 and 100 (TDLL -0.0829, -0.0790); customers alone 4.5 from 1 atom; the
+plain Gibbs sampler 2.1 and 19.0 from 2 and 100 (TDLL -0.0909, -0.0794, 1000 sweeps). 2000
+sweeps with 10 proposals took 140-170 CPU s from 1-2 atoms (proposals on atoms of 20 000-70 000
+customers, a few ms each) and 72 s from 100. The block moves help the chains from few atoms a
+little; the chains still disagree by a factor of 3-4 in K+ and by 0.003-0.004 in TDLL.
 
 Derived in ``chapters/13_depm_sampler`` (DEPM) and ``chapters/14_idepm_sampler`` (IDEPM).
 
@@ -144,8 +219,24 @@ WORK_PER_SWEEP = 0.7
 #: default number of restricted Gibbs scans per proposal (0: the sequential allocation alone)
 DEFAULT_N_SCANS = 5
 
-# indices into the statistics returned by the moves
+#: allocation units of a proposal (``units=``): single customers, the customers of the involved
+#: atom(s) in one row ("row blocks"), or in one column; ``UNITS_MIXED`` draws one per proposal
+UNIT_CUSTOMER, UNIT_ROW, UNIT_COLUMN, UNITS_MIXED = range(4)
+#: probabilities of (customer, row, column) units under ``UNITS_MIXED`` (read when compiled)
+MIXED_UNIT_PROBS = (1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0)
+#: default unit choice
+DEFAULT_UNITS = UNITS_MIXED
+#: work of a block proposal per customer of S and pass, relative to a customer proposal's
+BLOCK_WORK = 1.0
+
+# indices into the statistics returned by the moves: stats[0:5] over all proposals, then six per
+# unit (customer, row, column) from N_GLOBAL_STATS on: stats[N_GLOBAL_STATS + N_UNIT_STATS * u + x]
+# with x = SPLIT_PROPOSED, SPLIT_ACCEPTED, MERGE_PROPOSED, MERGE_ACCEPTED, SPLIT_IMPOSSIBLE (K+ = T,
+# or the anchors in one block), MERGE_INCONSISTENT (a block merge rejected: the atoms share a block)
 SPLIT_PROPOSED, SPLIT_ACCEPTED, MERGE_PROPOSED, MERGE_ACCEPTED, SPLIT_BLOCKED = range(5)
+SPLIT_IMPOSSIBLE, MERGE_INCONSISTENT = 4, 5
+N_GLOBAL_STATS, N_UNIT_STATS = 5, 6
+N_STATS = N_GLOBAL_STATS + 3 * N_UNIT_STATS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,11 +435,254 @@ def _unwind(oi, oj, m, side, n1, n2, c1i, c2i, c1j, c2j, alpha1, alpha2, g):
 
 
 # ---------------------------------------------------------------------------------------------
+# Block units: the customers of S grouped by row (or column); the passes move whole blocks
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _gather_blocks(rng, key, blk, buf, start, size, k1, k2, split, s1, s2, ci, cj, order, oi, oj,
+                   bpos, bcur, bkey, bcnt, bperm, brank, btmp):
+    """Group the customers of S = S_k1 (u S_k2) by ``key`` (their row or column; ``blk``: -1 for
+    every key, left so) into blocks laid out in ``order``/``oi``/``oj``: the anchors' blocks at
+    positions 0 (s1's) and 1 (s2's), then the others in uniformly random order; block t is
+    ``bpos[t]:bpos[t + 1]``, ``bcur[t]`` its atom's side (0: k1, 1: k2) for a merge. Returns
+    the number of blocks, or -1 if S is not block-consistent (a block with customers in both
+    atoms; only for a merge). O(|S|)."""
+    nb = 0
+    ok = True
+    st = start[k1]
+    for p in range(st, st + size[k1]):
+        kk = key[buf[p]]
+        b = blk[kk]
+        if b < 0:
+            b = nb
+            blk[kk] = b
+            bkey[nb] = kk
+            bcnt[nb] = 0
+            brank[nb] = 0
+            nb += 1
+        bcnt[b] += 1
+    if not split:
+        st = start[k2]
+        for p in range(st, st + size[k2]):
+            kk = key[buf[p]]
+            b = blk[kk]
+            if b < 0:
+                b = nb
+                blk[kk] = b
+                bkey[nb] = kk
+                bcnt[nb] = 0
+                brank[nb] = 1
+                nb += 1
+            elif brank[b] == 0:
+                ok = False
+                break
+            bcnt[b] += 1
+    if not ok:
+        for b in range(nb):
+            blk[bkey[b]] = -1
+        return -1
+    b1 = blk[key[s1]]
+    b2 = blk[key[s2]]
+    for b in range(nb):              # brank held the side; bcur gets it in layout order below
+        bcur[b] = brank[b]
+    bperm[0] = b1
+    bperm[1] = b2
+    mm = 2
+    for b in range(nb):
+        if b != b1 and b != b2:      # inside-out shuffle of the other blocks
+            u = 2 + int(rng.random() * (mm - 1))
+            if u > mm:
+                u = mm
+            bperm[mm] = bperm[u]
+            bperm[u] = b
+            mm += 1
+    acc = 0
+    for t in range(nb):
+        b = bperm[t]
+        brank[b] = t
+        bpos[t] = acc
+        acc += bcnt[b]
+    bpos[nb] = acc
+    for b in range(nb):              # bcnt becomes the fill pointer of block b
+        bcnt[b] = bpos[brank[b]]
+    for t in range(nb):              # the sides in layout order
+        btmp[t] = bcur[bperm[t]]
+    for t in range(nb):
+        bcur[t] = btmp[t]
+    for q in range(2 if not split else 1):
+        kq = k1 if q == 0 else k2
+        st = start[kq]
+        for p in range(st, st + size[kq]):
+            c = buf[p]
+            b = blk[key[c]]
+            f = bcnt[b]
+            order[f] = c
+            oi[f] = ci[c]
+            oj[f] = cj[c]
+            bcnt[b] = f + 1
+    for b in range(nb):
+        blk[bkey[b]] = -1
+    return nb
+
+
+@njit(cache=True)
+def _bweights(oi, oj, a, b, n1, n2, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2, g):
+    """ln w_S1(B), ln w_S2(B), ln w_S12(B) of the block B = customers ``a..b-1``: the products of
+    (*) over its customers added one after the other (``di``, ``dj`` count those already added;
+    they are left dirty: ``_badd`` resets them, or the caller). O(|B|)."""
+    p1, l1 = 1.0, 0.0
+    p2, l2 = 1.0, 0.0
+    p12, l12 = 1.0, 0.0
+    for t in range(a, b):
+        i = oi[t]
+        j = oj[t]
+        u = t - a
+        xi = di[i]
+        xj = dj[j]
+        p1 *= g[n1 + u] * (alpha1 + c1i[i] + xi) * (alpha2 + c1j[j] + xj)
+        p2 *= g[n2 + u] * (alpha1 + c2i[i] + xi) * (alpha2 + c2j[j] + xj)
+        p12 *= g[n1 + n2 + u] * (alpha1 + c1i[i] + c2i[i] + xi) * (alpha2 + c1j[j] + c2j[j] + xj)
+        di[i] = xi + 1.0
+        dj[j] = xj + 1.0
+        p1, l1 = _fold(p1, l1)
+        p2, l2 = _fold(p2, l2)
+        p12, l12 = _fold(p12, l12)
+    return l1 + math.log(p1), l2 + math.log(p2), l12 + math.log(p12)
+
+
+@njit(cache=True)
+def _badd(oi, oj, a, b, ci_, cj_, di, dj, d):
+    """Add (d = 1) or remove (d = -1) the block ``a..b-1`` to/from the counts ``ci_``, ``cj_``,
+    and reset ``di``, ``dj`` on its rows and columns."""
+    for t in range(a, b):
+        i = oi[t]
+        j = oj[t]
+        ci_[i] += d
+        cj_[j] += d
+        di[i] = 0.0
+        dj[j] = 0.0
+
+
+@njit(cache=True, inline="always")
+def _logaddexp(x, y):
+    if x >= y:
+        return x + math.log1p(math.exp(y - x))
+    return y + math.log1p(math.exp(x - y))
+
+
+@njit(cache=True)
+def _bseed(oi, oj, bpos, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2, g):
+    """Put the anchors' blocks B1 (position 0) in S1 and B2 (position 1) in S2; returns
+    ln pi(B1) pi(B2)/pi(B1 u B2) = ln pi(B2) - ln w_B1(B2) (g[0] = C(1)/(I a1 J a2), so that
+    w_{empty}(B) = pi(B))."""
+    _badd(oi, oj, bpos[0], bpos[1], c1i, c1j, di, dj, 1.0)
+    n1 = bpos[1] - bpos[0]
+    lw1, lw2, _ = _bweights(oi, oj, bpos[1], bpos[2], n1, np.int64(0), c1i, c2i, c1j, c2j, di,
+                            dj, alpha1, alpha2, g)
+    _badd(oi, oj, bpos[1], bpos[2], c2i, c2j, di, dj, 1.0)
+    return lw2 - lw1
+
+
+@njit(cache=True)
+def _ballocate(rng, oi, oj, bpos, nb, side, forced, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2,
+               g):
+    """Sequential allocation of the blocks 2..nb-1 (after ``_bseed``) to S1 or S2 with
+    probabilities proportional to w_S1(B), w_S2(B); ``forced``: replay ``side``. Returns
+    ``(ln prod w_chosen/w_S12, ln q_SA, n1, n2)``."""
+    n1 = bpos[1] - bpos[0]
+    n2 = bpos[2] - bpos[1]
+    lpi = 0.0
+    lq = 0.0
+    for t in range(2, nb):
+        a = bpos[t]
+        b = bpos[t + 1]
+        lw1, lw2, lw12 = _bweights(oi, oj, a, b, n1, n2, c1i, c2i, c1j, c2j, di, dj,
+                                   alpha1, alpha2, g)
+        lse = _logaddexp(lw1, lw2)
+        if forced:
+            to2 = side[t] == 1
+        else:
+            to2 = rng.random() >= math.exp(lw1 - lse)
+            side[t] = 1 if to2 else 0
+        if to2:
+            lpi += lw2 - lw12
+            lq += lw2 - lse
+            _badd(oi, oj, a, b, c2i, c2j, di, dj, 1.0)
+            n2 += b - a
+        else:
+            lpi += lw1 - lw12
+            lq += lw1 - lse
+            _badd(oi, oj, a, b, c1i, c1j, di, dj, 1.0)
+            n1 += b - a
+    return lpi, lq, n1, n2
+
+
+@njit(cache=True)
+def _bscan(rng, oi, oj, bpos, nb, side, target, forced, n1, n2, c1i, c2i, c1j, c2j, di, dj,
+           alpha1, alpha2, g):
+    """One restricted Gibbs scan over the blocks 2..nb-1 (the anchors' blocks stay put); as
+    ``_scan``. Returns ``(ln q, n1, n2)``."""
+    lq = 0.0
+    for t in range(2, nb):
+        a = bpos[t]
+        b = bpos[t + 1]
+        if side[t] == 1:
+            _badd(oi, oj, a, b, c2i, c2j, di, dj, -1.0)
+            n2 -= b - a
+        else:
+            _badd(oi, oj, a, b, c1i, c1j, di, dj, -1.0)
+            n1 -= b - a
+        lw1, lw2, _ = _bweights(oi, oj, a, b, n1, n2, c1i, c2i, c1j, c2j, di, dj,
+                                alpha1, alpha2, g)
+        lse = _logaddexp(lw1, lw2)
+        if forced:
+            to2 = target[t] == 1
+        else:
+            to2 = rng.random() >= math.exp(lw1 - lse)
+        if to2:
+            lq += lw2 - lse
+            side[t] = 1
+            _badd(oi, oj, a, b, c2i, c2j, di, dj, 1.0)
+            n2 += b - a
+        else:
+            lq += lw1 - lse
+            side[t] = 0
+            _badd(oi, oj, a, b, c1i, c1j, di, dj, 1.0)
+            n1 += b - a
+    return lq, n1, n2
+
+
+@njit(cache=True)
+def _bunwind(oi, oj, bpos, nb, side, n1, n2, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2, g):
+    """Remove the blocks nb-1..2 and then the anchors' blocks (the counts are left at zero);
+    returns sum ln(w_side(B)/w_S12(B)) over the blocks 2..nb-1, so that
+    ln pi(S1) pi(S2)/pi(S1 u S2) = (``_bseed``'s value) + the returned sum."""
+    out = 0.0
+    for t in range(nb - 1, 1, -1):
+        a = bpos[t]
+        b = bpos[t + 1]
+        if side[t] == 1:
+            _badd(oi, oj, a, b, c2i, c2j, di, dj, -1.0)
+            n2 -= b - a
+        else:
+            _badd(oi, oj, a, b, c1i, c1j, di, dj, -1.0)
+            n1 -= b - a
+        lw1, lw2, lw12 = _bweights(oi, oj, a, b, n1, n2, c1i, c2i, c1j, c2j, di, dj,
+                                   alpha1, alpha2, g)
+        out += (lw2 if side[t] == 1 else lw1) - lw12
+        for u in range(a, b):
+            di[oi[u]] = 0.0
+            dj[oj[u]] = 0.0
+    _badd(oi, oj, bpos[0], bpos[1], c1i, c1j, di, dj, -1.0)
+    _badd(oi, oj, bpos[1], bpos[2], c2i, c2j, di, dj, -1.0)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
 # The proposals
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True)
 def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, alpha2, log_c1, a_c,
-                      T, n_proposals, n_scans, mutation, trace):
+                      T, n_proposals, n_scans, mutation, trace, units=DEFAULT_UNITS):
     """``n_proposals`` split-merge proposals on the labels ``z`` (changed in place).
 
     Labels are ``0..n_labels-1``, of which the empty ones form the pool of free labels. ``T = 0``:
@@ -357,19 +691,25 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
     factor of the module docstring). ``log_c1`` = ln C(1), ``a_c`` as in (*). ``n_scans``: 0,
     the sequential allocation is the proposal (Dahl); s >= 1, it is the launch, followed by s - 1
     intermediate restricted Gibbs scans, and the proposal is one more scan (Jain & Neal).
-    ``n_proposals < 0``: proposals until their work, sum of (|S| (n_scans + 4)), reaches
-    ``WORK_PER_SWEEP`` M K+ (K+ at the start of the call), about that of one Gibbs sweep.
+    ``n_proposals < 0``: proposals until their work, sum of (|S| (n_scans + 4)) (block units:
+    ``BLOCK_WORK`` times that), reaches ``WORK_PER_SWEEP`` M K+ (K+ at the start of the call),
+    about that of one Gibbs sweep. ``units``: ``UNIT_CUSTOMER``, ``UNIT_ROW``, ``UNIT_COLUMN``
+    (every proposal with that unit) or ``UNITS_MIXED`` (each proposal draws its unit, with
+    probabilities ``MIXED_UNIT_PROBS``).
 
     ``mutation`` (tests only; 0 = the exact move): 1 drops the reverse-proposal probability
     (q_SA, or q of the final scan) from the merge's ratio; 2 drops the label-choice factor of
-    the DEPM. ``trace``: float64 array (rows, 3); for the proposals ``it`` < rows, row ``it`` gets
-    (log acceptance ratio, 1 for a split / 0 for a merge, |S|) of proposal ``it`` (log ratio
-    NaN for a blocked split), for diagnostics.
+    the DEPM; 3 evaluates a block merge whose state is not block-consistent as a customer merge
+    instead of rejecting it. ``trace``: float64 array (rows, 3, 4 or 6); for the proposals ``it``
+    < rows, row ``it`` gets (log acceptance ratio, 1 for a split / 0 for a merge, |S|[, unit[,
+    ln pi(S1) pi(S2)/pi(S1 u S2), ln q]]) of proposal ``it`` (log ratio NaN for a blocked or
+    impossible split, -inf for a merge rejected as not block-consistent; ln q is that of the
+    split, proposed or replayed), for diagnostics.
     Returns ``(K+, stats, buf, start, size)`` (the last three: the index of customers by label,
-    for tests).
+    for tests); ``stats`` as described at ``N_STATS``.
     """
     M = z.shape[0]
-    stats = np.zeros(5, np.int64)
+    stats = np.zeros(N_STATS, np.int64)
     buf, start, size, tail = _build_index(z, n_labels)
     # pool of empty labels, with positions for the swap-remove
     pool = np.empty(n_labels, np.int64)
@@ -384,6 +724,8 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
     if M < 2:
         return Kp, stats, buf, start, size
     g = _atom_factor_table(M + 1, a_c, I * alpha1, J * alpha2)
+    # g[0] (never used by the customer passes): C(1)/(I a1 J a2), so that w_{empty}(B) = pi(B)
+    g[0] = math.exp(log_c1) / (I * alpha1 * J * alpha2)
     log_c1_IJ = log_c1 - math.log(I) - math.log(J)
     c1i = np.zeros(n_rows)
     c2i = np.zeros(n_rows)
@@ -394,8 +736,39 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
     oj = np.empty(M, np.int64)
     side = np.empty(M, np.int8)
     cur = np.empty(M, np.int8)
+    if units == UNIT_CUSTOMER:
+        p_row, p_col = 0.0, 0.0
+    elif units == UNIT_ROW:
+        p_row, p_col = 1.0, 0.0
+    elif units == UNIT_COLUMN:
+        p_row, p_col = 0.0, 1.0
+    else:
+        p_row, p_col = MIXED_UNIT_PROBS[1], MIXED_UNIT_PROBS[2]
+    if p_row + p_col > 0.0:                      # block units: scratch for the blocks
+        blk_row = np.full(n_rows, -1, np.int64)
+        blk_col = np.full(n_cols, -1, np.int64)
+        di = np.zeros(n_rows)
+        dj = np.zeros(n_cols)
+        bpos = np.empty(M + 1, np.int64)
+        bkey = np.empty(M, np.int64)
+        bcnt = np.empty(M, np.int64)
+        bperm = np.empty(M, np.int64)
+        brank = np.empty(M, np.int64)
+        btmp = np.empty(M, np.int8)
+    else:
+        blk_row = np.empty(0, np.int64)
+        blk_col = np.empty(0, np.int64)
+        di = np.empty(0)
+        dj = np.empty(0)
+        bpos = np.empty(0, np.int64)
+        bkey = bpos
+        bcnt = bpos
+        bperm = bpos
+        brank = bpos
+        btmp = np.empty(0, np.int8)
     budget = WORK_PER_SWEEP * M * max(Kp, 1)
     work = 0.0
+    NO = np.bool_(False)     # (not the literal False: one compiled version of each pass)
     it = -1
     while True:
         it += 1
@@ -405,6 +778,17 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
         elif work >= budget:
             break
         record = it < trace.shape[0]
+        log_q = 0.0
+        log_pi = 0.0
+        # the unit, drawn independently of the state (no draw when it is fixed)
+        unit = units
+        if units == UNITS_MIXED:
+            uu = rng.random()
+            unit = UNIT_ROW if uu < p_row else (UNIT_COLUMN if uu < p_row + p_col else
+                                                UNIT_CUSTOMER)
+        if record and trace.shape[1] > 3:
+            trace[it, 3] = unit
+        us = N_GLOBAL_STATS + N_UNIT_STATS * unit       # this unit's statistics
         s1 = int(rng.random() * M)
         if s1 >= M:
             s1 = M - 1
@@ -418,9 +802,16 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
         split = k1 == k2
         if split:
             stats[SPLIT_PROPOSED] += 1
-            if n_pool == 0:                  # DEPM with K+ = T (the IDEPM always has a free label)
-                stats[SPLIT_BLOCKED] += 1
-                work += size[k1] + 2
+            stats[us + SPLIT_PROPOSED] += 1
+            same_block = ((unit == UNIT_ROW and ci[s1] == ci[s2])
+                          or (unit == UNIT_COLUMN and cj[s1] == cj[s2]))
+            if n_pool == 0 or same_block:
+                # DEPM with K+ = T (the IDEPM always has a free label), or the anchors in one
+                # block: no split can separate them; the proposal is "stay"
+                if n_pool == 0:
+                    stats[SPLIT_BLOCKED] += 1
+                stats[us + SPLIT_IMPOSSIBLE] += 1
+                work += 2
                 if record:
                     trace[it, 0] = np.nan
                     trace[it, 1] = 1.0
@@ -428,77 +819,126 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
                 continue
         else:
             stats[MERGE_PROPOSED] += 1
-        # the other customers of the atom(s), in uniformly random order (inside-out shuffle)
-        m = 0
-        st = start[k1]
-        for p in range(st, st + size[k1]):
-            c = buf[p]
-            if c != s1 and c != s2:
-                u = int(rng.random() * (m + 1))
-                if u > m:
-                    u = m
-                order[m] = order[u]
-                order[u] = c
-                m += 1
-        if not split:
-            st = start[k2]
-            for p in range(st, st + size[k2]):
+            stats[us + MERGE_PROPOSED] += 1
+        nb = 0
+        if unit != UNIT_CUSTOMER:
+            # the customers of S grouped into blocks; a merge of a state that is not
+            # block-consistent is rejected (its reverse split has probability 0)
+            if unit == UNIT_ROW:
+                nb = _gather_blocks(rng, ci, blk_row, buf, start, size, k1, k2, split, s1, s2,
+                                    ci, cj, order, oi, oj, bpos, cur, bkey, bcnt, bperm, brank,
+                                    btmp)
+            else:
+                nb = _gather_blocks(rng, cj, blk_col, buf, start, size, k1, k2, split, s1, s2,
+                                    ci, cj, order, oi, oj, bpos, cur, bkey, bcnt, bperm, brank,
+                                    btmp)
+            if nb < 0:
+                if mutation == 3:            # wrong on purpose: a customer merge instead
+                    unit = UNIT_CUSTOMER
+                else:
+                    stats[us + MERGE_INCONSISTENT] += 1
+                    work += size[k1] + size[k2]
+                    if record:
+                        trace[it, 0] = -np.inf
+                        trace[it, 1] = 0.0
+                        trace[it, 2] = size[k1] + size[k2]
+                    continue
+        if unit == UNIT_CUSTOMER:
+            # the other customers of the atom(s), in uniformly random order (inside-out shuffle)
+            m = np.int64(0)
+            st = start[k1]
+            for p in range(st, st + size[k1]):
                 c = buf[p]
-                if c != s2:
+                if c != s1 and c != s2:
                     u = int(rng.random() * (m + 1))
                     if u > m:
                         u = m
                     order[m] = order[u]
                     order[u] = c
                     m += 1
-        work += (m + 2) * (n_scans + 4)
-        for t in range(m):
-            c = order[t]
-            oi[t] = ci[c]
-            oj[t] = cj[c]
             if not split:
-                cur[t] = 1 if z[c] == k2 else 0
-        i1 = ci[s1]
-        j1 = cj[s1]
-        i2 = ci[s2]
-        j2 = cj[s2]
-        c1i[i1] += 1.0
-        c1j[j1] += 1.0
-        c2i[i2] += 1.0
-        c2j[j2] += 1.0
-        w_first = (g[1] * (alpha1 + (1.0 if i1 == i2 else 0.0))
-                   * (alpha2 + (1.0 if j1 == j2 else 0.0)))
-        log_r = log_c1_IJ - math.log(w_first)
-        if n_scans == 0:
-            # (**): the sequential allocation is the proposal (drawn, or replayed for a merge)
-            if not split:
-                side[:m] = cur[:m]
-            lsum, log_q, n1, n2 = _allocate(rng, oi, oj, m, side, not split, c1i, c2i, c1j, c2j,
-                                            alpha1, alpha2, g, mutation == 1)
-            log_r += lsum                       # = ln pi(S1)pi(S2)/pi(S) - ln q_SA
-            log_pi = log_r + log_q              # (only used by the mutation)
+                st = start[k2]
+                for p in range(st, st + size[k2]):
+                    c = buf[p]
+                    if c != s2:
+                        u = int(rng.random() * (m + 1))
+                        if u > m:
+                            u = m
+                        order[m] = order[u]
+                        order[u] = c
+                        m += 1
+            work += (m + 2) * (n_scans + 4)
             for t in range(m):
-                c1i[oi[t]] = 0.0
-                c2i[oi[t]] = 0.0
-                c1j[oj[t]] = 0.0
-                c2j[oj[t]] = 0.0
+                c = order[t]
+                oi[t] = ci[c]
+                oj[t] = cj[c]
+                if not split:
+                    cur[t] = 1 if z[c] == k2 else 0
+            i1 = ci[s1]
+            j1 = cj[s1]
+            i2 = ci[s2]
+            j2 = cj[s2]
+            c1i[i1] += 1.0
+            c1j[j1] += 1.0
+            c2i[i2] += 1.0
+            c2j[j2] += 1.0
+            w_first = (g[1] * (alpha1 + (1.0 if i1 == i2 else 0.0))
+                       * (alpha2 + (1.0 if j1 == j2 else 0.0)))
+            log_r = log_c1_IJ - math.log(w_first)
+            if n_scans == 0:
+                # (**): the sequential allocation is the proposal (drawn, or replayed for a merge)
+                if not split:
+                    side[:m] = cur[:m]
+                lsum, log_q, n1, n2 = _allocate(rng, oi, oj, m, side, not split, c1i, c2i, c1j,
+                                                c2j, alpha1, alpha2, g,
+                                                mutation == 1 or (record and trace.shape[1] > 5))
+                log_r += lsum                       # = ln pi(S1)pi(S2)/pi(S) - ln q_SA
+                log_pi = log_r + log_q              # (used by the mutation and the trace)
+                for t in range(m):
+                    c1i[oi[t]] = 0.0
+                    c2i[oi[t]] = 0.0
+                    c1j[oj[t]] = 0.0
+                    c2j[oj[t]] = 0.0
+            else:
+                # the launch: sequential allocation and n_scans - 1 restricted Gibbs scans (drawn,
+                # for a merge as for a split); the proposal: one more scan, replayed for a merge
+                _, _, n1, n2 = _allocate(rng, oi, oj, m, side, NO, c1i, c2i, c1j, c2j,
+                                         alpha1, alpha2, g, NO)
+                for _s in range(n_scans - 1):
+                    _, n1, n2 = _scan(rng, oi, oj, m, side, cur, NO, n1, n2, c1i, c2i, c1j,
+                                      c2j, alpha1, alpha2, g)
+                log_q, n1, n2 = _scan(rng, oi, oj, m, side, cur, not split, n1, n2, c1i, c2i,
+                                      c1j, c2j, alpha1, alpha2, g)
+                log_pi = log_r + _unwind(oi, oj, m, side, n1, n2, c1i, c2i, c1j, c2j, alpha1,
+                                         alpha2, g)
+                log_r = log_pi - log_q
+            c1i[i1] = 0.0
+            c1j[j1] = 0.0
+            c2i[i2] = 0.0
+            c2j[j2] = 0.0
+            size_S = m + 2
         else:
-            # the launch: sequential allocation and n_scans - 1 restricted Gibbs scans (drawn, for
-            # a merge as for a split); the proposal: one more scan, replayed for a merge
-            _, _, n1, n2 = _allocate(rng, oi, oj, m, side, False, c1i, c2i, c1j, c2j,
-                                     alpha1, alpha2, g, False)
-            for _s in range(n_scans - 1):
-                _, n1, n2 = _scan(rng, oi, oj, m, side, cur, False, n1, n2, c1i, c2i, c1j, c2j,
-                                  alpha1, alpha2, g)
-            log_q, n1, n2 = _scan(rng, oi, oj, m, side, cur, not split, n1, n2, c1i, c2i, c1j,
-                                  c2j, alpha1, alpha2, g)
-            log_pi = log_r + _unwind(oi, oj, m, side, n1, n2, c1i, c2i, c1j, c2j, alpha1, alpha2,
-                                     g)
+            # block units: the same passes over the blocks 2..nb-1, the anchors' blocks seeded
+            size_S = bpos[nb]
+            work += BLOCK_WORK * size_S * (n_scans + 4)
+            log_r = _bseed(oi, oj, bpos, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2, g)
+            if n_scans == 0:
+                if not split:
+                    side[:nb] = cur[:nb]
+                lpi, log_q, n1, n2 = _ballocate(rng, oi, oj, bpos, nb, side, not split, c1i, c2i,
+                                                c1j, c2j, di, dj, alpha1, alpha2, g)
+            else:
+                _, _, n1, n2 = _ballocate(rng, oi, oj, bpos, nb, side, NO, c1i, c2i, c1j, c2j,
+                                          di, dj, alpha1, alpha2, g)
+                for _s in range(n_scans - 1):
+                    _, n1, n2 = _bscan(rng, oi, oj, bpos, nb, side, cur, NO, n1, n2, c1i, c2i,
+                                       c1j, c2j, di, dj, alpha1, alpha2, g)
+                log_q, n1, n2 = _bscan(rng, oi, oj, bpos, nb, side, cur, not split, n1, n2, c1i,
+                                       c2i, c1j, c2j, di, dj, alpha1, alpha2, g)
+            lpi = _bunwind(oi, oj, bpos, nb, side, n1, n2, c1i, c2i, c1j, c2j, di, dj, alpha1,
+                           alpha2, g)
+            log_pi = log_r + lpi
             log_r = log_pi - log_q
-        c1i[i1] = 0.0
-        c1j[j1] = 0.0
-        c2i[i2] = 0.0
-        c2j[j2] = 0.0
         # log_r = ln pi(split)/pi(merged) - ln q(split); the acceptance of a merge uses -log_r
         if split:
             log_a = log_r
@@ -513,11 +953,15 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
         if record:
             trace[it, 0] = log_a
             trace[it, 1] = 1.0 if split else 0.0
-            trace[it, 2] = m + 2
+            trace[it, 2] = size_S
+            if trace.shape[1] > 5:
+                trace[it, 4] = log_pi
+                trace[it, 5] = log_q
         if not (log_a >= 0.0 or math.log(rng.random()) < log_a):
             continue
         if split:
             stats[SPLIT_ACCEPTED] += 1
+            stats[us + SPLIT_ACCEPTED] += 1
             if T > 0:
                 p = int(rng.random() * n_pool)
                 if p >= n_pool:
@@ -534,26 +978,45 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
             # rewrite the block of k1: S1 first (keeps k1), then S2 (the new label)
             st = start[k1]
             q = st
-            buf[q] = s1
-            q += 1
-            for t in range(m):
-                if side[t] == 0:
-                    buf[q] = order[t]
-                    q += 1
-            size[k1] = q - st
-            start[lab] = q
-            buf[q] = s2
-            z[s2] = lab
-            q += 1
-            for t in range(m):
-                if side[t] == 1:
-                    c = order[t]
-                    buf[q] = c
-                    z[c] = lab
-                    q += 1
+            if unit == UNIT_CUSTOMER:
+                buf[q] = s1
+                q += 1
+                for t in range(m):
+                    if side[t] == 0:
+                        buf[q] = order[t]
+                        q += 1
+                size[k1] = q - st
+                start[lab] = q
+                buf[q] = s2
+                z[s2] = lab
+                q += 1
+                for t in range(m):
+                    if side[t] == 1:
+                        c = order[t]
+                        buf[q] = c
+                        z[c] = lab
+                        q += 1
+            else:
+                side[0] = 0
+                side[1] = 1
+                for t in range(nb):
+                    if side[t] == 0:
+                        for p in range(bpos[t], bpos[t + 1]):
+                            buf[q] = order[p]
+                            q += 1
+                size[k1] = q - st
+                start[lab] = q
+                for t in range(nb):
+                    if side[t] == 1:
+                        for p in range(bpos[t], bpos[t + 1]):
+                            c = order[p]
+                            buf[q] = c
+                            z[c] = lab
+                            q += 1
             size[lab] = q - start[lab]
         else:
             stats[MERGE_ACCEPTED] += 1
+            stats[us + MERGE_ACCEPTED] += 1
             n = size[k1] + size[k2]
             if tail + n > buf.shape[0]:
                 tail = _compact(buf, start, size)
@@ -581,7 +1044,7 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
 
 @njit(cache=True)
 def _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2, gamma0,
-                       n_proposals, n_scans, mutation):
+                       n_proposals, n_scans, mutation, units=DEFAULT_UNITS):
     K = n_k.shape[0]
     M = z.shape[0]
     # room for every label that can be in use: K+ plus one per split, at most M
@@ -589,8 +1052,8 @@ def _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha
     ci, cj = _customer_cells(rows, cols, offsets)
     zz = z.copy()
     Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, n_labels, n_ik.shape[0], n_jk.shape[0],
-                                           I, J, alpha1, alpha2, math.log(gamma0), 0.0, 0,
-                                           n_proposals, n_scans, mutation, np.empty((0, 3)))
+                                           I, J, alpha1, alpha2, math.log(gamma0), 0.0, np.int64(0),
+                                           n_proposals, n_scans, mutation, np.empty((0, 3)), units)
     # labels -> 0..K+-1, in increasing order of the old label
     used = np.zeros(n_labels, np.bool_)
     for s in range(M):
@@ -609,42 +1072,51 @@ def _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha
 
 @njit(cache=True)
 def split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2, gamma0,
-                      n_proposals=DEFAULT_N_PROPOSALS, n_scans=DEFAULT_N_SCANS):
+                      n_proposals=DEFAULT_N_PROPOSALS, n_scans=DEFAULT_N_SCANS,
+                      units=DEFAULT_UNITS):
     """``n_proposals`` split-merge Metropolis-Hastings moves of the IDEPM's seating (Theorem 4).
 
     Takes the seating ``(offsets, z)`` (labels 0..K+-1, all in use) with its int64 counts
     ``n_ik`` (I' x K+), ``n_jk`` (J' x K+), ``n_k`` (K+) as returned by ``idepm.idepm_sweep``, the
     dimensions I, J of X and alpha1, alpha2, gamma0 (c0 does not enter: m is fixed). Returns
     ``(z, n_ik, n_jk, n_k, K+, stats)``, new arrays with labels 0..K+-1 (a split adds the label
-    K+, a merge removes one and renumbers the larger ones), and ``stats`` = [splits proposed,
-    splits accepted, merges proposed, merges accepted, 0]. ``offsets`` and the inputs are
-    unchanged. Each proposal leaves P(z | m, h) invariant; see the module docstring for the ratio.
+    K+, a merge removes one and renumbers the larger ones), and ``stats`` (``N_STATS`` int64) =
+    [splits proposed, splits accepted, merges proposed, merges accepted, 0, then six per unit:
+    see ``N_GLOBAL_STATS``]. ``offsets`` and the inputs are unchanged. Each proposal leaves
+    P(z | m, h) invariant; see the module docstring for the ratio.
 
     ``n_proposals``: the number of proposals; negative (the default): as many as fit in about
     the work of one Gibbs sweep (``WORK_PER_SWEEP``). ``n_scans``: 0, Dahl's sequential
     allocation is the proposal; s >= 1, it launches s - 1 restricted Gibbs scans and the
     proposal is one more scan (Jain & Neal), at about (s + 4)/4 times the cost per proposal.
+    ``units``: what a proposal allocates: single customers (``UNIT_CUSTOMER``, the moves before
+    block units existed), the blocks of customers of the atom(s) in one row (``UNIT_ROW``) or
+    one column (``UNIT_COLUMN``), or, for each proposal, one of these drawn with probabilities
+    ``MIXED_UNIT_PROBS`` (``UNITS_MIXED``, the default); see "Block units" in the module
+    docstring.
     """
+    # (np.int64: an omitted argument would otherwise compile the core once more)
     return _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2,
-                              gamma0, n_proposals, n_scans, 0)
+                              gamma0, np.int64(n_proposals), np.int64(n_scans), np.int64(0),
+                              np.int64(units))
 
 
 @njit(cache=True)
 def _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2, gamma0, T,
-                      n_proposals, n_scans, mutation):
+                      n_proposals, n_scans, mutation, units=DEFAULT_UNITS):
     ci, cj = _customer_cells(rows, cols, offsets)
     zz = z.copy()
     a = gamma0 / T
     Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, T, m_ik.shape[0], m_jk.shape[0], I, J,
                                            alpha1, alpha2, math.log(a), a, T, n_proposals, n_scans,
-                                           mutation, np.empty((0, 3)))
+                                           mutation, np.empty((0, 3)), units)
     x, y, w = seat_counts(rows, cols, offsets, zz, m_ik.shape[0], m_jk.shape[0], T)
     return zz, x, y, w, Kp, stats
 
 
 @njit(cache=True)
 def split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2, gamma0, T,
-                     n_proposals=DEFAULT_N_PROPOSALS, n_scans=DEFAULT_N_SCANS):
+                     n_proposals=DEFAULT_N_PROPOSALS, n_scans=DEFAULT_N_SCANS, units=DEFAULT_UNITS):
     """``n_proposals`` split-merge Metropolis-Hastings moves of the truncated DEPM's labels (Eq. 41)
 
     ``z`` holds labels in 0..T-1 and ``m_ik`` (I' x T), ``m_jk`` (J' x T), ``m_k`` (T) its int64
@@ -653,11 +1125,12 @@ def split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1,
     atom's label for the customers with the first anchor and gives the others a label drawn
     uniformly among the T - K+ empty ones (no split when K+ = T: ``stats[4]`` counts these); a
     merge keeps the label of the first anchor's atom. Returns ``(z, m_ik, m_jk, m_k, K+, stats)``
-    (new arrays; ``stats`` as for ``split_merge_idepm``, plus the blocked splits).
-    ``n_proposals`` and ``n_scans`` as for ``split_merge_idepm``.
+    (new arrays; ``stats`` as for ``split_merge_idepm``, plus the blocked splits in
+    ``stats[4]``). ``n_proposals``, ``n_scans`` and ``units`` as for ``split_merge_idepm``.
     """
     return _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2,
-                             gamma0, T, n_proposals, n_scans, 0)
+                             gamma0, T, np.int64(n_proposals), np.int64(n_scans), np.int64(0),
+                             np.int64(units))
 
 
 # ---------------------------------------------------------------------------------------------
