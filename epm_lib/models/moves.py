@@ -225,7 +225,7 @@ UNIT_CUSTOMER, UNIT_ROW, UNIT_COLUMN, UNITS_MIXED = range(4)
 #: probabilities of (customer, row, column) units under ``UNITS_MIXED`` (read when compiled)
 MIXED_UNIT_PROBS = (1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0)
 #: default unit choice
-DEFAULT_UNITS = UNITS_MIXED
+DEFAULT_UNITS = UNIT_CUSTOMER
 #: work of a block proposal per customer of S and pass, relative to a customer proposal's
 BLOCK_WORK = 1.0
 
