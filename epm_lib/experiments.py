@@ -58,14 +58,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import datasets as _datasets
-from .fit import DEFAULT_K_INIT, fit, prepare_matrix
+from .fit import DEFAULT_K_INIT, fit, missing_mask, prepare_matrix
 
 __all__ = [
     "PAPER_T", "PAPER_MODELS", "MODELS", "RECORD_FORMAT",
     "cv_permutation", "cv_folds", "cv_fold", "split",
     "DataSpec", "Run", "grid", "run_one", "make_record", "write_record", "read_record",
     "plan", "Plan", "run_grid", "GridReport", "GridError", "StaleResultsError",
-    "load_results", "summarize", "format_summary", "main",
+    "load_results", "summarize", "format_summary", "main", "HELDOUT",
+    "BASELINE_FORMAT", "baseline_path", "baseline_record", "read_baseline", "run_baselines",
+    "load_baselines",
 ]
 
 #: Truncation levels of Sec. 5 (Figs. 2 and 4).
@@ -87,6 +89,8 @@ _MODEL_ORDER = {m: k for k, m in enumerate(MODELS)}
 RECORD_FORMAT = "epm-book run record 1"
 #: Defaults of Sec. 5 (a run id mentions a setting only when it differs from these).
 DEFAULT_N_AVG, DEFAULT_N_FOLDS, DEFAULT_CV_SEED = 100, 10, 0
+#: How held-out entries enter training: observed zeros (Sec. 5) or missing (masked).
+HELDOUT = ("zeros", "missing")
 #: Significant digits of the traces in a record.
 TRACE_DIGITS = 6
 
@@ -364,7 +368,11 @@ class Run:
     ``T``: truncation level (truncated models only); ``K_init``: the IDEPM's initial number
     of atoms (default ``epm_lib.DEFAULT_K_INIT``); ``fold`` of ``n_folds`` (permutation seed
     ``cv_seed``); ``seed`` of the sampler; ``n_iter`` Gibbs iterations of which the last
-    ``n_avg`` are averaged.
+    ``n_avg`` are averaged. ``heldout``: ``"zeros"`` (Sec. 5's protocol: the held-out entries are
+    observed zeros of the training matrix) or ``"missing"`` (the practitioners' protocol: they
+    are also left out of the likelihood, ``fit(mask=missing_mask(...))``); a ``"missing"`` run's id
+    ends in ``-missing`` and its settings say so, the default adds nothing (older records stay
+    valid).
     """
     data: DataSpec
     model: str
@@ -376,6 +384,7 @@ class Run:
     K_init: int | None = None
     n_folds: int = DEFAULT_N_FOLDS
     cv_seed: int = DEFAULT_CV_SEED
+    heldout: str = "zeros"
 
     def __post_init__(self):
         if not isinstance(self.data, DataSpec):
@@ -406,6 +415,9 @@ class Run:
             raise ValueError(f"fold {self.fold!r} is out of range: folds are 0..{self.n_folds - 1} "
                              f"(n_folds = {self.n_folds})")
         object.__setattr__(self, "fold", int(self.fold))
+        if self.heldout not in HELDOUT:
+            raise ValueError(f"heldout must be one of {', '.join(map(repr, HELDOUT))}, "
+                             f"got {self.heldout!r}")
 
     @property
     def run_id(self) -> str:
@@ -417,6 +429,8 @@ class Run:
             rid += f"-avg{self.n_avg}"
         if (self.n_folds, self.cv_seed) != (DEFAULT_N_FOLDS, DEFAULT_CV_SEED):
             rid += f"-cv{self.n_folds}s{self.cv_seed}"
+        if self.heldout != "zeros":
+            rid += f"-{self.heldout}"
         return rid
 
     @property
@@ -430,10 +444,13 @@ class Run:
 
     def settings(self) -> dict:
         sampler, a_update, m_step = MODELS[self.model]
-        return dict(dataset=self.data.folder, model=self.model, sampler=sampler, T=self.T,
-                    K_init=self.K_init, fold=self.fold, n_folds=self.n_folds,
-                    cv_seed=self.cv_seed, seed=self.seed, n_iter=self.n_iter, n_avg=self.n_avg,
-                    a_update=a_update, m_step=m_step)
+        out = dict(dataset=self.data.folder, model=self.model, sampler=sampler, T=self.T,
+                   K_init=self.K_init, fold=self.fold, n_folds=self.n_folds,
+                   cv_seed=self.cv_seed, seed=self.seed, n_iter=self.n_iter, n_avg=self.n_avg,
+                   a_update=a_update, m_step=m_step)
+        if self.heldout != "zeros":                  # records of Sec. 5's protocol lack the key
+            out["heldout"] = self.heldout
+        return out
 
 
 def _parse_folds(folds, n_folds):
@@ -451,13 +468,13 @@ def _parse_folds(folds, n_folds):
 
 def grid(datasets, models=PAPER_MODELS, T=None, folds=range(10), seeds=(0,), n_iter=600,
          n_avg=DEFAULT_N_AVG, K_init=(None,), n_folds=DEFAULT_N_FOLDS, cv_seed=DEFAULT_CV_SEED,
-         data_dir=None) -> list[Run]:
+         data_dir=None, heldout="zeros") -> list[Run]:
     """The runs of the Sec. 5 grid: data sets x models x (T for the truncated models,
     ``K_init`` for the IDEPM) x folds x seeds.
 
     ``datasets``: names, file paths or :class:`DataSpec` (one or a list); ``folds``: fold
     numbers or a string such as ``"0-9"``; ``T=None`` is :data:`PAPER_T`; ``K_init=(None,)``
-    is ``DEFAULT_K_INIT``. Raises ``ValueError`` for an unknown data set or model, an
+    is ``DEFAULT_K_INIT``; ``heldout``: ``"zeros"`` or ``"missing"`` (:class:`Run`). Raises ``ValueError`` for an unknown data set or model, an
     out-of-range fold, ``T`` given for a grid of IDEPMs only, or ``K_init`` without an IDEPM.
     """
     if isinstance(datasets, (str, DataSpec, os.PathLike)):
@@ -494,7 +511,8 @@ def grid(datasets, models=PAPER_MODELS, T=None, folds=range(10), seeds=(0,), n_i
                 for f in folds:
                     for s in seeds:
                         runs.append(Run(spec, m, fold=f, seed=s, n_iter=n_iter, n_avg=n_avg,
-                                        n_folds=n_folds, cv_seed=cv_seed, **size))
+                                        n_folds=n_folds, cv_seed=cv_seed, heldout=heldout,
+                                        **size))
     return list(dict.fromkeys(runs))
 
 
@@ -552,6 +570,7 @@ def make_record(run: Run, dataset, X_train, test, result, wall, cpu, started) ->
         "K_mean": float(result.K_mean),
         "tdll": _number(result.tdll),
         "tdauc_pr": _number(result.tdauc_pr),
+        "tdauc_roc": _number(result.tdauc_roc),
         "settings": settings,
         "data": {
             "name": dataset.name,
@@ -586,7 +605,7 @@ def run_one(run: Run, results_dir=None) -> dict:
 
     Loads the data set by name (cached per process), cuts the fold (:func:`cv_fold`),
     :func:`split` s the matrix and calls ``epm_lib.fit`` with the settings of Sec. 5
-    (e0 = f0 = 0.01). ``time.wall`` / ``time.cpu`` cover all of this (CPU time of the calling
+    (e0 = f0 = 0.01), with the held-out entries masked for ``heldout="missing"``. ``time.wall`` / ``time.cpu`` cover all of this (CPU time of the calling
     thread); ``time.sampler`` is the sweeps alone (``FitResult.seconds[-1]``).
     """
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -597,6 +616,8 @@ def run_one(run: Run, results_dir=None) -> dict:
     sampler, a_update, m_step = MODELS[run.model]
     options = dict(a_update=a_update) if sampler in ("EPM", "CEPM") else \
         dict(m_step=m_step) if sampler == "IDEPM" else {}          # only the options a model has
+    if run.heldout == "missing":
+        options["mask"] = missing_mask(ds.shape, test[0], test[1])
     result = fit(X_train, sampler, T=run.T, n_iter=run.n_iter, n_avg=run.n_avg, seed=run.seed,
                  test=test, K_init=run.K_init, **options)
     record = make_record(run, ds, X_train, test, result, time.perf_counter() - t_wall,
@@ -722,6 +743,7 @@ def _check_record(rec, where):
     _check_summary_fields(rec, where)
     _check(where, rec, "run_id", "a string")
     _check(where, rec, "K_mean", "a number")
+    _check(where, rec, "tdauc_roc", "a number or null (null: not finite)", required=False)
     settings = rec["settings"]
     for key, want in (("n_folds", "an integer >= 2"), ("cv_seed", "an integer >= 0")):
         _check(where, settings, key, want, "settings.")
@@ -749,6 +771,9 @@ def _check_record(rec, where):
     hyper = _check(where, traces, "hyper", "a JSON object", "traces.")
     for name, v in hyper.items():
         _check_list(where, f"traces.hyper.{name}", v, n_iter, ints=False)
+    if settings.get("heldout", "zeros") not in HELDOUT:
+        raise ValueError(f"{where}: field 'settings.heldout' must be one of "
+                         f"{', '.join(map(repr, HELDOUT))}, got {_short(settings['heldout'])}")
     for key in ("cpu", "sampler"):
         _check(where, rec["time"], key, "a number", "time.", required=False)
     for key in ("started", "finished"):
@@ -1100,7 +1125,8 @@ def run_grid(spec, results_dir="results", n_jobs=-1, backend=None, progress=True
 def _record_key(rec):
     return (rec["dataset"], _MODEL_ORDER.get(rec["model"], 99), rec["model"],
             rec["T"] if rec["T"] is not None else -1, rec.get("K_init") or 0,
-            rec["settings"]["n_iter"], rec["settings"]["n_avg"], rec["fold"], rec["seed"])
+            rec["settings"]["n_iter"], rec["settings"]["n_avg"],
+            str(rec["settings"].get("heldout", "zeros")), rec["fold"], rec["seed"])
 
 
 def load_results(results_dir="results", dataset=None, run_ids=None) -> list[dict]:
@@ -1160,12 +1186,13 @@ def summarize(records, metrics=("K_mean", "tdll", "tdauc_pr")) -> list[dict]:
     groups = {}
     for rec in sorted(records, key=_record_key):
         s = rec["settings"]
-        key = (rec["dataset"], rec["model"], rec["T"], rec.get("K_init"), s["n_iter"], s["n_avg"])
+        key = (rec["dataset"], rec["model"], rec["T"], rec.get("K_init"), s["n_iter"], s["n_avg"],
+               s.get("heldout", "zeros"))
         groups.setdefault(key, []).append(rec)
     rows = []
-    for (dataset, model, T, K_init, n_iter, n_avg), recs in groups.items():
+    for (dataset, model, T, K_init, n_iter, n_avg, heldout), recs in groups.items():
         row = dict(dataset=dataset, model=model, T=T, K_init=K_init, n_iter=n_iter, n_avg=n_avg,
-                   n=len(recs), folds=sorted({r["fold"] for r in recs}))
+                   heldout=heldout, n=len(recs), folds=sorted({r["fold"] for r in recs}))
         for m in metrics:
             row[m], row[m + "_se"], _ = _mean_se([r[m] for r in recs])
         row["seconds"] = float(np.mean([r["time"]["wall"] for r in recs]))
@@ -1184,16 +1211,162 @@ def _pm(mean, se, digits):
     return f"{mean:.{digits}f} ± {se:.{digits}f}"
 
 
+def format_baselines(records) -> str:
+    """A plain-text table of baseline records: mean ± SE over folds per protocol and baseline."""
+    if not records:
+        return "(no baseline records)"
+    head = ["dataset", "heldout", "baseline", "folds", "TDLL", "TDAUC-PR", "AUC-ROC"]
+    body = []
+    for h in HELDOUT:
+        for name in records[0]["heldout"][h]:
+            vals = {m: _mean_se([r["heldout"][h][name][m] for r in records if name in r["heldout"][h]])
+                    for m in ("tdll", "tdauc_pr", "auc_roc")}
+            body.append([records[0]["dataset"], h, name, str(vals["tdll"][2]),
+                         _pm(*vals["tdll"][:2], 4), _pm(*vals["tdauc_pr"][:2], 4),
+                         _pm(*vals["auc_roc"][:2], 4)])
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(cells, widths))
+                     for cells in [head, ["-" * w for w in widths]] + body)
+
+
 def format_summary(rows) -> str:
     """A plain-text table of :func:`summarize` rows (mean ± SE over folds)."""
     head = ["dataset", "model", "T/K_init", "n", "K", "TDLL", "TDAUC-PR", "s/run"]
-    body = [[r["dataset"], r["model"], f"T={r['T']}" if r["T"] is not None else f"K0={r['K_init']}",
+    body = [[r["dataset"], r["model"] + (f" ({r['heldout']})" if r.get("heldout", "zeros") != "zeros"
+                                         else ""), f"T={r['T']}" if r["T"] is not None else f"K0={r['K_init']}",
              str(r["n"]), _pm(r["K_mean"], r["K_mean_se"], 2), _pm(r["tdll"], r["tdll_se"], 4),
              _pm(r["tdauc_pr"], r["tdauc_pr_se"], 4), f"{r['seconds']:.1f}"] for r in rows]
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     fmt = lambda cells: "  ".join(c.rjust(w) if k >= 3 else c.ljust(w)   # noqa: E731
                                   for k, (c, w) in enumerate(zip(cells, widths)))
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body])
+
+
+# ---------------------------------------------------------------------------------------------
+# Baselines on the same folds
+# ---------------------------------------------------------------------------------------------
+#: Version tag of the baseline files.
+BASELINE_FORMAT = "epm-book baseline record 1"
+
+
+def _fold_suffix(n_folds, cv_seed):
+    return "" if (n_folds, cv_seed) == (DEFAULT_N_FOLDS, DEFAULT_CV_SEED) else f"-cv{n_folds}s{cv_seed}"
+
+
+def baseline_path(data, fold, results_dir="results", n_folds=DEFAULT_N_FOLDS,
+                  cv_seed=DEFAULT_CV_SEED) -> Path:
+    """``<results_dir>/<dataset>/baselines/fold<f>.json`` (``-cv<n>s<seed>`` appended for other
+    folds): a subfolder, so :func:`load_results` never mistakes a baseline file for a run."""
+    spec = data if isinstance(data, DataSpec) else DataSpec.parse(data)
+    return Path(results_dir) / spec.folder / "baselines" / \
+        f"fold{int(fold)}{_fold_suffix(n_folds, cv_seed)}.json"
+
+
+def _finite(d):
+    return {k: (_finite(v) if isinstance(v, dict) else
+                int(v) if isinstance(v, (int, np.integer)) else _number(v)) for k, v in d.items()}
+
+
+def baseline_record(data, fold, n_folds=DEFAULT_N_FOLDS, cv_seed=DEFAULT_CV_SEED, seed=0) -> dict:
+    """Score the baselines (``epm_lib.baselines.score_baselines``: popularity, SVD of rank 16 and
+    of a rank chosen on the training matrix) on one fold of a data set, under both held-out
+    protocols (:data:`HELDOUT`): ``{"heldout": {"zeros": {name: {"tdll", "tdauc_pr", "auc_roc"}},
+    "missing": {...}}, ...}`` plus the data's fingerprint, the settings and the time."""
+    from .baselines import score_baselines
+    spec = data if isinstance(data, DataSpec) else DataSpec.parse(data)
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    t_wall = time.perf_counter()
+    ds = spec.load()
+    X_train, test = split(ds.X, cv_fold(ds.shape, fold, n_folds, cv_seed))
+    scores = {"zeros": score_baselines(X_train, test, seed=seed),
+              "missing": score_baselines(X_train, test, seed=seed,
+                                         mask=missing_mask(ds.shape, test[0], test[1]))}
+    info = machine_info()
+    return {
+        "format": BASELINE_FORMAT, "dataset": spec.folder, "fold": int(fold),
+        "settings": dict(n_folds=n_folds, cv_seed=cv_seed, seed=seed),
+        "data": {"name": ds.name, "shape": [int(x) for x in ds.shape], "ones": int(ds.n_ones),
+                 "fingerprint": _datasets.fingerprint(ds.X), "test_entries": int(test[2].size),
+                 "test_ones": int(np.count_nonzero(test[2]))},
+        "heldout": _finite(scores),
+        "time": {"wall": round(time.perf_counter() - t_wall, 4), "started": started},
+        "versions": {k: info[k] for k in ("epm_lib", "numpy", "scipy")},
+    }
+
+
+def read_baseline(path) -> dict:
+    """Read and check one baseline file; ``ValueError`` naming the file otherwise."""
+    path = Path(path)
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(rec, dict) or rec.get("format") != BASELINE_FORMAT:
+        raise ValueError(f"{path}: not a baseline record of format {BASELINE_FORMAT!r}")
+    _check(path, rec, "fold", "an integer >= 0")
+    _check(path, _check(path, rec, "data", "a JSON object"), "fingerprint", "a string", "data.")
+    held = _check(path, rec, "heldout", "a JSON object")
+    for h in HELDOUT:
+        scores = _check(path, held, h, "a JSON object", "heldout.")
+        for name, sc in scores.items():
+            for m in ("tdll", "tdauc_pr", "auc_roc"):
+                _check(path, sc, m, "a number or null (null: not finite)", f"heldout.{h}.{name}.")
+    return rec
+
+
+def run_baselines(data, folds=range(10), results_dir="results", n_folds=DEFAULT_N_FOLDS,
+                  cv_seed=DEFAULT_CV_SEED, seed=0, progress=True, recompute_stale=False) -> list[dict]:
+    """The baselines on the folds of a data set, one file per fold (:func:`baseline_path`),
+    written as soon as the fold is scored; a fold whose file is a baseline record of the same
+    data (fingerprint) is skipped, so an interrupted call resumes. A file of other data raises
+    :class:`StaleResultsError` unless ``recompute_stale``. Returns the records, by fold."""
+    spec = data if isinstance(data, DataSpec) else DataSpec.parse(data)
+    folds = _parse_folds(folds, n_folds)
+    fp = spec.fingerprint()
+    out = {}
+    todo = []
+    for f in folds:
+        path = baseline_path(spec, f, results_dir, n_folds, cv_seed)
+        if path.exists():
+            try:
+                rec = read_baseline(path)
+            except (ValueError, OSError) as e:
+                warnings.warn(f"recomputing {e}", stacklevel=2)
+            else:
+                if rec["data"]["fingerprint"] == fp and rec["settings"].get("seed") == seed:
+                    out[f] = rec
+                    continue
+                if rec["data"]["fingerprint"] != fp and not recompute_stale:
+                    raise ValueError(f"{path}: baseline record of other data (fingerprint "
+                                     f"{rec['data']['fingerprint']}, the data now: {fp}); pass "
+                                     f"recompute_stale=True (--recompute-stale) to overwrite it")
+        todo.append(f)
+    if todo:
+        from tqdm.auto import tqdm
+        for f in tqdm(todo, desc=f"baselines {spec.folder}", disable=not progress):
+            rec = baseline_record(spec, f, n_folds, cv_seed, seed)
+            write_record(rec, baseline_path(spec, f, results_dir, n_folds, cv_seed))
+            out[f] = rec
+    return [out[f] for f in sorted(out)]
+
+
+def load_baselines(results_dir="results", dataset=None, n_folds=DEFAULT_N_FOLDS,
+                   cv_seed=DEFAULT_CV_SEED) -> list[dict]:
+    """The baseline records of a data set folder (for the given folds' layout), by fold; files
+    that are not complete records are skipped with a warning naming the file."""
+    spec_folder = dataset.folder if isinstance(dataset, DataSpec) else str(dataset)
+    folder = Path(results_dir) / spec_folder / "baselines"
+    suffix = _fold_suffix(n_folds, cv_seed)
+    recs = []
+    for path in sorted(folder.glob("fold*.json")):
+        if not re.fullmatch(rf"fold\d+{re.escape(suffix)}", path.stem):
+            continue
+        try:
+            recs.append(read_baseline(path))
+        except (ValueError, OSError) as e:
+            warnings.warn(f"skipping {e}", stacklevel=2)
+    recs.sort(key=lambda r: r["fold"])
+    return recs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1260,6 +1433,14 @@ def _build_parser():
     g.add_argument("--n-iter", type=int, default=600, help="Gibbs iterations (default 600)")
     g.add_argument("--n-avg", type=int, default=DEFAULT_N_AVG,
                    help=f"final iterations averaged for TDLL/TDAUC-PR/K (default {DEFAULT_N_AVG})")
+    g.add_argument("--heldout", choices=HELDOUT, default="zeros",
+                   help="held-out entries are observed zeros of the training matrix (Sec. 5, the "
+                        "default) or missing (masked: left out of the likelihood); 'missing' runs "
+                        "get run ids ending in -missing")
+    g.add_argument("--baselines", action="store_true",
+                   help="score the baselines (popularity, truncated SVD; epm_lib.baselines) on the "
+                        "folds instead of fitting models, under both held-out protocols, one file "
+                        "per fold in <results>/<dataset>/baselines/")
     d = p.add_argument_group("data")
     d.add_argument("--data-dir", default=None,
                    help="folder with ml-100k/ and ml-1m/ (default: $EPM_DATA_DIR, else the "
@@ -1301,6 +1482,8 @@ def main(argv=None) -> int:
         if args.square:
             file_options["square"] = True
         specs = [DataSpec.parse(d, data_dir=args.data_dir, **file_options) for d in args.dataset]
+        if args.baselines:
+            folds = _parse_folds(_fold_tokens(args.folds), args.n_folds)
         models = [_canonical_model(m) for m in args.models]
         if args.T is not None and all(MODELS[m][0] == "IDEPM" for m in models):
             raise ValueError(f"--T {' '.join(map(str, args.T))} given, but the IDEPM is not "
@@ -1308,9 +1491,23 @@ def main(argv=None) -> int:
         runs = grid(specs, models=models, T=args.T,
                     folds=_fold_tokens(args.folds), seeds=args.seeds, n_iter=args.n_iter,
                     n_avg=args.n_avg, K_init=[None] if args.K_init is None else args.K_init,
-                    n_folds=args.n_folds, cv_seed=args.cv_seed)
+                    n_folds=args.n_folds, cv_seed=args.cv_seed, heldout=args.heldout)
     except ValueError as e:                        # includes datasets.DataError
         parser.error(str(e))
+    if args.baselines:
+        if args.dry_run:
+            print(f"baselines of {', '.join(s.folder for s in specs)} on folds {folds}")
+            return 0
+        try:
+            for spec in specs:
+                recs = run_baselines(spec, folds, args.results, args.n_folds, args.cv_seed,
+                                     progress=not args.no_progress,
+                                     recompute_stale=args.recompute_stale)
+                print(format_baselines(recs))
+        except (ValueError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        return 0
     try:
         todo, done, corrupt, stale = plan(runs, args.results)
     except (ValueError, OSError) as e:             # a data set that cannot be read

@@ -18,6 +18,8 @@ import scipy.sparse as sp
 
 import epm_lib
 from epm_lib import experiments as ex
+from epm_lib.fit import missing_mask
+import epm_lib.baselines  # noqa: F401  (epm_lib.baselines.score_baselines)
 
 FAST = dict(n_iter=5, n_avg=2)
 
@@ -782,3 +784,79 @@ def test_workers_exit_when_the_grid_process_is_killed(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# ------------------------------------------------------------------ held-out protocols, baselines
+def test_missing_protocol_run_masks_the_test_entries(tmp_path):
+    """heldout="missing": the run id and settings say so, the fit gets the mask (its result differs
+    from the zeros protocol's), records of the zeros protocol keep their ids and settings."""
+    zeros = ex.Run("toy90", "DEPM", T=4, n_iter=6, n_avg=2)
+    miss = ex.Run("toy90", "DEPM", T=4, n_iter=6, n_avg=2, heldout="missing")
+    assert zeros.run_id == "DEPM-T4-fold0-seed0-n6-avg2" and "heldout" not in zeros.settings()
+    assert miss.run_id == "DEPM-T4-fold0-seed0-n6-avg2-missing"
+    assert miss.settings()["heldout"] == "missing"
+    rz, rm = ex.run_one(zeros, tmp_path), ex.run_one(miss, tmp_path)
+    assert ex.read_record(miss.path(tmp_path), miss)["settings"]["heldout"] == "missing"
+    assert rz["tdll"] != rm["tdll"] and 0 <= rm["tdauc_roc"] <= 1
+    ds = ex.DataSpec.parse("toy90").load()
+    X_train, test = ex.split(ds.X, ex.cv_fold(ds.shape, 0))
+    ref = epm_lib.fit(X_train, "DEPM", T=4, n_iter=6, n_avg=2, seed=0, test=test,
+                      mask=missing_mask(ds.shape, test[0], test[1]))
+    assert rm["tdll"] == ref.tdll and rm["traces"]["K"] == [int(k) for k in ref.K]
+    rows = ex.summarize(ex.load_results(tmp_path))
+    assert sorted(r["heldout"] for r in rows) == ["missing", "zeros"]
+    assert "DEPM (missing)" in ex.format_summary(rows)
+    with pytest.raises(ValueError, match="heldout must be one of"):
+        ex.Run("toy90", "DEPM", T=4, heldout="masked")
+    assert [r.heldout for r in ex.grid("toy90", models=["IDEPM"], folds=[0], heldout="missing")] \
+        == ["missing"]
+
+
+def test_baseline_records_resume_and_are_checked(tmp_path, monkeypatch):
+    recs = ex.run_baselines("toy90", folds=[0, 3], results_dir=tmp_path, progress=False)
+    assert [r["fold"] for r in recs] == [0, 3]
+    path = ex.baseline_path("toy90", 3, tmp_path)
+    assert path == tmp_path / "toy90" / "baselines" / "fold3.json" and path.is_file()
+    for r in recs:
+        assert set(r["heldout"]) == {"zeros", "missing"}
+        assert set(r["heldout"]["zeros"]) == {"popularity", "svd-k16", "svd-auto"}
+        for h in ("zeros", "missing"):
+            for sc in r["heldout"][h].values():
+                assert sc["tdll"] < 0 and 0 <= sc["tdauc_pr"] <= 1
+    # the stored numbers are score_baselines' on the split
+    ds = ex.DataSpec.parse("toy90").load()
+    X_train, test = ex.split(ds.X, ex.cv_fold(ds.shape, 3))
+    direct = epm_lib.baselines.score_baselines(X_train, test, seed=0)
+    assert recs[1]["heldout"]["zeros"]["popularity"]["tdll"] == direct["popularity"]["tdll"]
+    # model runs never see the baseline files
+    assert ex.load_results(tmp_path) == []
+    assert [r["fold"] for r in ex.load_baselines(tmp_path, "toy90")] == [0, 3]
+    # resumed: nothing recomputed
+    calls = []
+    monkeypatch.setattr(ex, "baseline_record", lambda *a, **k: calls.append(a) or 1 / 0)
+    assert ex.run_baselines("toy90", folds=[0, 3], results_dir=tmp_path, progress=False) == recs
+    assert calls == []
+    # a corrupt file is skipped by load_baselines and recomputed by run_baselines
+    path.write_text('{"format": "epm-book baseline record 1", "fold": 3}')
+    with pytest.warns(UserWarning, match="fold3.json"):
+        assert [r["fold"] for r in ex.load_baselines(tmp_path, "toy90")] == [0]
+    monkeypatch.undo()
+    with pytest.warns(UserWarning, match="recomputing"):
+        again = ex.run_baselines("toy90", folds=[3], results_dir=tmp_path, progress=False)
+    assert again[0]["heldout"] == recs[1]["heldout"]
+    # a record of other data stops unless told to recompute
+    rec = json.loads(path.read_text())
+    rec["data"]["fingerprint"] = "0" * 64
+    path.write_text(json.dumps(rec))
+    with pytest.raises(ValueError, match="baseline record of other data"):
+        ex.run_baselines("toy90", folds=[3], results_dir=tmp_path, progress=False)
+    ex.run_baselines("toy90", folds=[3], results_dir=tmp_path, progress=False, recompute_stale=True)
+    assert ex.read_baseline(path)["data"]["fingerprint"] != "0" * 64
+
+
+def test_baselines_command_line(tmp_path, capsys):
+    assert ex.main(["--dataset", "toy90", "--baselines", "--folds", "1", "--results",
+                    str(tmp_path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "svd-auto" in out and "missing" in out
+    assert ex.baseline_path("toy90", 1, tmp_path).is_file()
