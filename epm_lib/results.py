@@ -4,7 +4,9 @@ The chapters 22 (Fig. 2), 23 (does the EPM overfit?) and 26 (the verdict) share 
 loading the records of the paper's protocol (Sec. 5: 600 iterations, the last 100 averaged, ten
 folds) with integrity checks, per-fold values of a metric, means with standard errors over
 folds, paired fold differences, and the Fig. 2 panels and tables. Records are read with
-``epm_lib.experiments.load_results`` (their format: ``results/README.md``).
+``epm_lib.experiments.load_results`` (their format: ``results/README.md``); the baselines scored
+on the same folds (``epm_lib.experiments.run_baselines``) with ``load_baselines_present`` and
+drawn in Fig. 2 as horizontal lines.
 """
 from __future__ import annotations
 
@@ -12,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .experiments import PAPER_T, load_results
+from .experiments import PAPER_T, load_baselines, load_results
 from .fit import DEFAULT_K_INIT
 
 __all__ = ["EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
-           "load_present", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
+           "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
            "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "best_T", "clear"]
 
 EXPECTED_FOLDS = 10
@@ -28,9 +30,11 @@ METRICS = {"K_mean": "K", "tdll": "TDLL", "tdauc_pr": "TDAUC-PR"}
 
 
 def paper_protocol(rec):
-    """True for a run of Sec. 5's protocol: 600 iterations, last 100 averaged, seed 0, 10 folds of seed 0."""
+    """True for a run of Sec. 5's protocol: 600 iterations, last 100 averaged, seed 0, 10 folds of
+    seed 0, held-out entries as observed zeros (not masked)."""
     s = rec["settings"]
-    return (s["n_iter"], s["n_avg"], rec["seed"], s["n_folds"], s["cv_seed"]) == (600, 100, 0, 10, 0)
+    return (s["n_iter"], s["n_avg"], rec["seed"], s["n_folds"], s["cv_seed"],
+            s.get("heldout", "zeros")) == (600, 100, 0, 10, 0, "zeros")
 
 
 def _require(ok, what):
@@ -67,6 +71,31 @@ def load_present(results_dir, datasets):
                 check_records(recs)
                 out[d] = recs
     return out
+
+
+#: The baselines drawn in Fig. 2 (name in the baseline records -> label, line style).
+BASELINE_STYLE = {"popularity": dict(label="popularity", color="0.45", ls=":", lw=1.3),
+                  "svd-auto": dict(label="SVD (rank chosen)", color="C4", ls="-.", lw=1.2)}
+
+
+def load_baselines_present(results_dir, datasets):
+    """{data set: baseline records (one per fold, ``epm_lib.experiments.load_baselines``)} for the
+    data sets that have them; ``ValueError`` if two records of a data set are of different data."""
+    out = {}
+    for d in datasets:
+        recs = load_baselines(results_dir, d)
+        if recs:
+            _require(len({r["data"]["fingerprint"] for r in recs}) == 1,
+                     f"{d}: baseline records of different data")
+            out[d] = recs
+    return out
+
+
+def baseline_values(brecs, name, metric="tdll", heldout="zeros"):
+    """{fold: value} of one baseline (``"popularity"``, ``"svd-k16"``, ``"svd-auto"``) and metric
+    (``"tdll"``, ``"tdauc_pr"``, ``"auc_roc"``) under a held-out protocol."""
+    return {r["fold"]: r["heldout"][heldout][name][metric] for r in brecs
+            if name in r["heldout"][heldout] and r["heldout"][heldout][name][metric] is not None}
 
 
 def values(recs, model, T=None, metric="tdll", K_init=DEFAULT_K_INIT):
@@ -109,9 +138,11 @@ def completeness(recs, models=TRUNCATED):
     return present, (len(models) * len(PAPER_T) + 1) * EXPECTED_FOLDS
 
 
-def plot_metric(ax, recs, metric, models):
+def plot_metric(ax, recs, metric, models, baselines=None):
     """One panel of Fig. 2: mean +/- SE over folds against T (log2, models dodged sideways by a few
-    percent so that their bars do not overlap), the IDEPM as a band.
+    percent so that their bars do not overlap), the IDEPM as a band, and with ``baselines`` (the
+    data set's baseline records) the fold means of :data:`BASELINE_STYLE`'s baselines as
+    horizontal lines (TDLL and TDAUC-PR only; same folds, held-out entries as zeros).
     Points with fewer than 10 folds are hollow and labelled with their number of folds."""
     for i, m in enumerate(models):
         stats = [(T, *mean_se(values(recs, m, T, metric))) for T in PAPER_T]
@@ -133,19 +164,25 @@ def plot_metric(ax, recs, metric, models):
         ax.axhline(mu, color="k", lw=1, label="IDEPM" + ("" if n == EXPECTED_FOLDS else f" ({n} folds)"))
         if np.isfinite(se):
             ax.axhspan(mu - se, mu + se, color="k", alpha=0.12, lw=0)
+    if baselines and metric in ("tdll", "tdauc_pr"):
+        for name, st in BASELINE_STYLE.items():
+            mu, _, n = mean_se(baseline_values(baselines, name, metric))
+            if n:
+                ax.axhline(mu, **{**st, "label": st["label"] + ("" if n == EXPECTED_FOLDS
+                                                                 else f" ({n} folds)")})
     ax.set_xscale("log", base=2)
     ax.set_xticks(PAPER_T, [str(t) for t in PAPER_T])
     ax.set_xlim(PAPER_T[0] / 1.25, PAPER_T[-1] * 1.25)
     ax.set_xlabel("truncation level T")
 
 
-def metric_figure(data, metric, models):
-    """Fig. 2 row: one panel per data set present."""
+def metric_figure(data, metric, models, baselines=None):
+    """Fig. 2 row: one panel per data set present; ``baselines``: {data set: baseline records}."""
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, max(len(data), 1), figsize=(4.2 * max(len(data), 1) + 0.8, 3.0),
                              squeeze=False)
     for ax, (d, recs) in zip(axes[0], data.items()):
-        plot_metric(ax, recs, metric, models)
+        plot_metric(ax, recs, metric, models, (baselines or {}).get(d))
         ax.set_ylabel(f"{METRICS[metric]} ({d})")
     axes[0, 0].legend(fontsize=7, frameon=False)
     fig.tight_layout()

@@ -64,3 +64,26 @@ def test_check_records_names_the_problem(enron):
     other[1]["data"]["fingerprint"] = "x"
     with pytest.raises(ValueError, match="runs of different data"):
         R.check_records(other)
+
+
+def test_baselines_in_fig2_and_protocol_filter(enron):
+    """The committed Enron09 baseline records (10 folds): values per fold, lines in the TDLL and
+    TDAUC-PR panels at their fold means (not in the K panel); a masked run is not Sec. 5's."""
+    b = R.load_baselines_present(RESULTS, ["enron09", "no-such-data"])
+    assert list(b) == ["enron09"] and len(b["enron09"]) == R.EXPECTED_FOLDS
+    v = R.baseline_values(b["enron09"], "popularity", "tdll")
+    assert sorted(v) == list(range(10)) and all(x < 0 for x in v.values())
+    assert R.baseline_values(b["enron09"], "svd-auto", "auc_roc", heldout="missing")
+    for metric, n_lines in (("tdll", 2), ("tdauc_pr", 2), ("K_mean", 0)):
+        fig = R.metric_figure({"enron09": enron}, metric, ("DEPM",), baselines=b)
+        labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
+        got = [lab for lab in labels if lab in ("popularity", "SVD (rank chosen)")]
+        assert len(got) == n_lines, (metric, labels)
+        if n_lines:
+            line = fig.axes[0].get_lines()[labels.index("popularity")]
+            assert line.get_ydata()[0] == pytest.approx(R.mean_se(R.baseline_values(
+                b["enron09"], "popularity", metric))[0])
+    rec = copy.deepcopy(enron[0])
+    assert R.paper_protocol(rec)
+    rec["settings"]["heldout"] = "missing"
+    assert not R.paper_protocol(rec)
