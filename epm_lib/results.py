@@ -19,7 +19,7 @@ from .fit import DEFAULT_K_INIT
 
 __all__ = ["EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
            "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
-           "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "best_T", "clear"]
+           "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "best_T", "clear"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -215,6 +215,27 @@ def number_table(recs, models):
             rows.append([m, "∞" if T is None else T, n, fmt(*stats["K_mean"][:2], 2),
                          fmt(*stats["tdll"][:2], 4), fmt(*stats["tdauc_pr"][:2], 4)])
     return md_table(["model", "T", "folds", "K", "TDLL", "TDAUC-PR"], rows)
+
+
+def baseline_table(recs, brecs, models=(("DEPM", 128), ("IDEPM", None))):
+    """Markdown table: the baselines of :data:`BASELINE_STYLE` and ``"svd-k16"`` next to some
+    models, TDLL and TDAUC-PR mean ± SE over folds (held-out entries as zeros, Sec. 5), and
+    for each model its paired fold difference to the SVD of chosen rank."""
+    rows = []
+    for name in ("popularity", "svd-k16", "svd-auto"):
+        st = {k: mean_se(baseline_values(brecs, name, k)) for k in ("tdll", "tdauc_pr")}
+        if st["tdll"][2]:
+            rows.append([BASELINE_STYLE.get(name, {}).get("label", name.replace("svd-k", "SVD rank ")),
+                         st["tdll"][2], fmt(*st["tdll"][:2], 4), fmt(*st["tdauc_pr"][:2], 4), "", ""])
+    for m, T in models:
+        st = {k: mean_se(values(recs, m, T, k)) for k in ("tdll", "tdauc_pr")}
+        if not st["tdll"][2]:
+            continue
+        d = {k: paired(values(recs, m, T, k), baseline_values(brecs, "svd-auto", k))
+             for k in ("tdll", "tdauc_pr")}
+        rows.append([m if T is None else f"{m}-{T}", st["tdll"][2], fmt(*st["tdll"][:2], 4),
+                     fmt(*st["tdauc_pr"][:2], 4), fmt(*d["tdll"][:2], 4), fmt(*d["tdauc_pr"][:2], 4)])
+    return md_table(["predictor", "folds", "TDLL", "TDAUC-PR", "TDLL − SVD", "TDAUC-PR − SVD"], rows)
 
 
 def best_T(recs, m, metric):

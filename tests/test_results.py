@@ -87,3 +87,11 @@ def test_baselines_in_fig2_and_protocol_filter(enron):
     assert R.paper_protocol(rec)
     rec["settings"]["heldout"] = "missing"
     assert not R.paper_protocol(rec)
+
+
+def test_baseline_table(enron):
+    b = R.load_baselines_present(RESULTS, ["enron09"])["enron09"]
+    t = R.baseline_table(enron, b).splitlines()
+    assert t[0].startswith("| predictor | folds | TDLL |") and len(t) == 2 + 3 + 2
+    d, se, n = R.paired(R.values(enron, "IDEPM", None, "tdll"), R.baseline_values(b, "svd-auto", "tdll"))
+    assert n == 10 and t[-1].startswith("| IDEPM | 10 |") and R.fmt(d, se, 4) in t[-1]
