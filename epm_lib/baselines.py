@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from .fit import mask_entries, prepare_matrix
+from .fit import _check_symmetric, _symmetric_test, mask_entries, prepare_matrix
 from .metrics import auc_roc, bernoulli_tdll, tdauc_pr
 
 __all__ = [
@@ -520,7 +520,7 @@ def _scores(labels, prob):
 
 
 def score_baselines(X_train, test, mask=None, seed=0, k=(DEFAULT_K, "auto"), pseudo=DEFAULT_PSEUDO,
-                    calibration="holdout", calibrator="monotone") -> dict:
+                    calibration="holdout", calibrator="monotone", symmetric=False) -> dict:
     """TDLL, TDAUC-PR and AUC-ROC of every baseline on the held-out entries ``test``.
 
     ``test = (rows, cols, labels)`` as returned by ``epm_lib.experiments.split`` (the
@@ -535,10 +535,33 @@ def score_baselines(X_train, test, mask=None, seed=0, k=(DEFAULT_K, "auto"), pse
     ``"popularity"``, ``"svd-k<k>"`` for a fixed rank and ``"svd-auto"`` (whose dict also holds
     the chosen ``"k"``). AUC-ROC is NaN (rather than an error) when the test labels hold one
     class only, as TDAUC-PR is NaN without a test one.
+
+    ``symmetric=True``: an undirected network, as ``epm_lib.fit(symmetric=True)``: ``X_train``
+    square and symmetric, each test pair listed once (as (i, j) or (j, i)), the mask symmetrised
+    (a masked pair is missing in both directions), and a pair scored by (p_ij + p_ji) / 2.
     """
     I, J, ones = _train_matrix(X_train)
+    if not isinstance(symmetric, bool):
+        raise ValueError(f"symmetric must be True or False, got {symmetric!r}")
+    if symmetric:
+        _check_symmetric(I, J, ones // J, ones % J)
+        if mask is not None:
+            mk = mask_entries(mask, (I, J))
+            mk = np.unique(np.concatenate([mk, (mk % J) * J + mk // J]))
+            mask = sp.csr_matrix((np.ones(mk.size, dtype=bool), (mk // J, mk % J)), shape=(I, J))
     mkeys = _mask_keys(mask, I, J, ones)
     rows, cols, labels = _check_test(test, I, J, ones, mkeys)
+    if symmetric:
+        (er, ec, _), (n_pairs, partner) = _symmetric_test((rows, cols, labels), J)
+        rows, cols = er, ec            # both directions; averaged back to the pairs below
+
+    def pairs(p):
+        if not symmetric:
+            return p
+        q = p[:n_pairs].copy()
+        two = partner >= 0
+        q[two] = 0.5 * (q[two] + p[partner[two]])
+        return q
     try:
         ks = [k] if isinstance(k, (int, np.integer, str)) else list(k)
     except TypeError:
@@ -546,11 +569,12 @@ def score_baselines(X_train, test, mask=None, seed=0, k=(DEFAULT_K, "auto"), pse
     for kk in ks:
         if isinstance(kk, str) and kk != "auto":
             raise ValueError(f"k must be an integer, 'auto' or a sequence of them, got {kk!r}")
-    out = {"popularity": _scores(labels, popularity(X_train, rows, cols, mask=mask, pseudo=pseudo))}
+    out = {"popularity": _scores(labels, pairs(popularity(X_train, rows, cols, mask=mask,
+                                                          pseudo=pseudo)))}
     for kk in ks:
         chosen = select_k(X_train, mask=mask, seed=seed) if kk == "auto" else kk
-        res = _scores(labels, svd_scores(X_train, rows, cols, k=chosen, mask=mask, seed=seed,
-                                         calibration=calibration, calibrator=calibrator))
+        res = _scores(labels, pairs(svd_scores(X_train, rows, cols, k=chosen, mask=mask, seed=seed,
+                                               calibration=calibration, calibrator=calibrator)))
         if kk == "auto":
             out["svd-auto"] = {**res, "k": int(chosen)}
         else:

@@ -62,7 +62,7 @@ from .fit import DEFAULT_K_INIT, fit, missing_mask, prepare_matrix
 
 __all__ = [
     "PAPER_T", "PAPER_MODELS", "MODELS", "RECORD_FORMAT",
-    "cv_permutation", "cv_folds", "cv_fold", "split",
+    "cv_permutation", "cv_folds", "cv_fold", "split", "pair_folds", "hold_out",
     "DataSpec", "Run", "grid", "run_one", "make_record", "write_record", "read_record",
     "plan", "Plan", "run_grid", "GridReport", "GridError", "StaleResultsError",
     "load_results", "summarize", "format_summary", "main", "HELDOUT",
@@ -236,6 +236,63 @@ def split(X, fold):
                             shape=(I, J))
     X_train.sort_indices()
     return X_train, (rows, cols, labels)
+
+
+def pair_folds(shape, n_folds=10, seed=0, symmetric=False) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Folds of held-out pairs for link prediction.
+
+    ``symmetric=False``: all ``I * J`` entries, i.e. :func:`cv_folds`. ``symmetric=True`` (an
+    undirected network, a square matrix): the ``I (I - 1) / 2`` pairs ``i < j`` (each pair once,
+    no self-loops), cut the same way: consecutive pieces of ``default_rng(seed).permutation``,
+    sizes differing by at most one, each fold sorted row-major. Returns ``[(rows, cols), ...]``.
+    """
+    if not symmetric:
+        return cv_folds(shape, n_folds, seed)
+    I, J = _check_shape(shape)
+    if I != J:
+        raise ValueError(f"symmetric=True needs a square matrix, got shape {(I, J)}")
+    n = I * (I - 1) // 2
+    n_folds = _int("n_folds", n_folds, 2)
+    if n_folds > n:
+        raise ValueError(f"n_folds = {n_folds} exceeds the {n} pairs of a {I}-node network")
+    r, c = np.triu_indices(I, 1)
+    perm = np.random.default_rng(seed).permutation(n)
+    out = []
+    for f in range(n_folds):
+        idx = np.sort(perm[slice(*_fold_bounds(n, n_folds, f))])
+        out.append((r[idx], c[idx]))
+    return out
+
+
+def hold_out(X, fold, symmetric=False, diagonal=None):
+    """The practitioners' protocol for one fold: ``(X_train, test, mask)``.
+
+    As :func:`split` (the fold's entries set to zero in ``X_train``, ``test = (rows, cols,
+    labels)``), and with ``symmetric=True`` (an undirected network, ``X`` symmetric) each held-out
+    pair zeroed in both directions; ``mask`` is ``epm_lib.fit.missing_mask`` of the fold, plus the
+    diagonal when ``diagonal`` (default: ``symmetric``, a network without self-loops). Pass all
+    three to ``epm_lib.fit(X_train, ..., test=test, mask=mask, symmetric=symmetric)`` and to
+    ``epm_lib.baselines.score_baselines``; ``test`` alone (without ``mask``) is Sec. 5's protocol.
+    """
+    if not isinstance(fold, (tuple, list)) or len(fold) != 2:
+        raise ValueError("fold must be a pair (rows, cols) of test entries, e.g. from pair_folds")
+    rows, cols = (np.asarray(a) for a in fold)
+    if symmetric:
+        I, J, xr, xc = prepare_matrix(X)
+        if I != J or not np.array_equal(np.sort(xr * J + xc), np.sort(xc * J + xr)):
+            raise ValueError("symmetric=True needs a square, symmetric X")
+        key = np.minimum(rows, cols).astype(np.int64) * J + np.maximum(rows, cols)
+        if np.unique(key).size != key.size:
+            raise ValueError("the fold lists some pair twice (as (i, j) and (j, i) or repeated); "
+                             "an undirected pair is held out once")
+        off = rows != cols
+        both = (np.concatenate([rows, cols[off]]), np.concatenate([cols, rows[off]]))
+        X_train, _ = split(X, both)
+        _, test = split(X, (rows, cols))
+    else:
+        X_train, test = split(X, (rows, cols))
+    diag = symmetric if diagonal is None else bool(diagonal)
+    return X_train, test, missing_mask(X_train.shape, test[0], test[1], diagonal=diag)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -311,3 +311,67 @@ def test_other_argument_errors():
         bl.score_baselines(X3, ([0, 0], [2, 2], [0, 1]), k=1)
     with pytest.raises(ValueError, match="'auto'"):
         bl.score_baselines(X3, ([0], [2], [0]), k="best")
+
+
+# ------------------------------------------------------------------ undirected networks
+def _network(n=30, p=0.15, seed=3):
+    rng = np.random.default_rng(seed)
+    U = np.triu((rng.random((n, n)) < p).astype(np.int8), 1)
+    return sp.csr_matrix(U + U.T)
+
+
+def test_pair_folds_partition_the_pairs_once():
+    folds = ex.pair_folds((30, 30), n_folds=7, seed=1, symmetric=True)
+    keys = np.concatenate([r * 30 + c for r, c in folds])
+    r, c = np.triu_indices(30, 1)
+    assert np.array_equal(np.sort(keys), r * 30 + c)                  # every pair i < j exactly once
+    sizes = [f[0].size for f in folds]
+    assert max(sizes) - min(sizes) <= 1
+    again = ex.pair_folds((30, 30), n_folds=7, seed=1, symmetric=True)
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(folds, again))
+    bip = ex.pair_folds((5, 4), n_folds=3, seed=0)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(bip, ex.cv_folds((5, 4), 3, 0)))
+    with pytest.raises(ValueError, match="square"):
+        ex.pair_folds((4, 5), symmetric=True)
+
+
+def test_hold_out_undirected():
+    A = _network()
+    fold = ex.pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)[2]
+    X_train, (r, c, y), mask = ex.hold_out(A, fold, symmetric=True)
+    assert (X_train != X_train.T).nnz == 0                              # both directions zeroed
+    assert np.all(np.asarray(X_train[r, c]).ravel() == 0) and np.all(np.asarray(X_train[c, r]).ravel() == 0)
+    assert np.array_equal(y, np.asarray(A[r, c]).ravel()) and y.sum() > 0
+    assert (A - X_train).nnz == 2 * y.sum()                             # nothing else removed
+    M = mask.toarray()
+    assert M[r, c].all() and np.diag(M).all() and M.sum() == r.size + A.shape[0]
+    _, _, m2 = ex.hold_out(A, fold, symmetric=True, diagonal=False)
+    assert m2.sum() == r.size
+    with pytest.raises(ValueError, match="symmetric X"):
+        ex.hold_out(sp.csr_matrix(np.triu(A.toarray())), fold, symmetric=True)
+    with pytest.raises(ValueError, match="held out once"):
+        ex.hold_out(A, (np.r_[fold[0], fold[1][:1]], np.r_[fold[1], fold[0][:1]]), symmetric=True)
+
+
+def test_symmetric_baselines_average_both_directions():
+    """symmetric=True: a pair is scored by (p_ij + p_ji)/2 with the mask symmetrised -- the same
+    numbers as scoring both directions by hand; the pair's orientation does not matter."""
+    A = _network(40, 0.2, seed=5)
+    fold = ex.pair_folds(A.shape, n_folds=4, seed=0, symmetric=True)[0]
+    X_train, test, mask = ex.hold_out(A, fold, symmetric=True)
+    r, c, y = test
+    got = bl.score_baselines(X_train, test, mask=mask, seed=0, k=4, symmetric=True)
+    both = mask.maximum(mask.T)
+    for name, fn in (("popularity", lambda a, b: bl.popularity(X_train, a, b, mask=both)),
+                     ("svd-k4", lambda a, b: bl.svd_scores(X_train, a, b, k=4, mask=both, seed=0))):
+        p = 0.5 * (fn(r, c) + fn(c, r))
+        assert got[name]["tdll"] == pytest.approx(bernoulli_tdll(y, p), rel=1e-12, abs=1e-15)
+        assert got[name]["tdauc_pr"] == pytest.approx(tdauc_pr(y, p), rel=1e-12)
+    flipped = bl.score_baselines(X_train, (c, r, y), mask=mask, seed=0, k=4, symmetric=True)
+    for name in got:
+        assert flipped[name]["tdll"] == pytest.approx(got[name]["tdll"], rel=1e-12)
+    with pytest.raises(ValueError, match="symmetric X"):
+        bl.score_baselines(sp.csr_matrix(np.triu(X_train.toarray())), test, symmetric=True, k=4)
+    with pytest.raises(ValueError, match="more than once"):
+        bl.score_baselines(X_train, (np.r_[r, c[:1]], np.r_[c, r[:1]], np.r_[y, y[:1]]), k=4,
+                           symmetric=True)
