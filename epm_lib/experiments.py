@@ -1186,9 +1186,13 @@ def _record_key(rec):
             str(rec["settings"].get("heldout", "zeros")), rec["fold"], rec["seed"])
 
 
-def load_results(results_dir="results", dataset=None, run_ids=None) -> list[dict]:
+def load_results(results_dir="results", dataset=None, run_ids=None, heldout="zeros") -> list[dict]:
     """All records under ``results_dir`` (of one ``dataset`` folder, or some of them;
     and only ``run_ids`` if given), sorted by data set, model, T, fold, seed.
+
+    ``heldout``: only the records of that held-out protocol (:data:`HELDOUT`); by default
+    ``"zeros"``, Sec. 5's, so that a reader who keys records by (model, T, fold) never mixes in
+    a masked run; ``None``: every record.
 
     Files that are not complete records (:func:`read_record`: invalid JSON, a missing field,
     a field of the wrong type, ...) are skipped with a warning that names the file and the
@@ -1208,9 +1212,12 @@ def load_results(results_dir="results", dataset=None, run_ids=None) -> list[dict
             if wanted is not None and path.stem not in wanted:
                 continue
             try:
-                records.append(read_record(path))
+                rec = read_record(path)
             except (ValueError, OSError) as e:
                 warnings.warn(f"skipping {e}", stacklevel=2)
+                continue
+            if heldout is None or rec["settings"].get("heldout", "zeros") == heldout:
+                records.append(rec)
     records.sort(key=_record_key)
     return records
 
@@ -1622,7 +1629,7 @@ def main(argv=None) -> int:
     for rid, err in report.failed.items():
         print(f"FAILED {rid}:\n{err}", file=sys.stderr)
     records = load_results(args.results, dataset=list(dict.fromkeys(r.data for r in runs)),
-                           run_ids=[r.run_id for r in runs])
+                           run_ids=[r.run_id for r in runs], heldout=args.heldout)
     if records:
         print("\nmean ± standard error over folds (" + args.results + "):")
         print(format_summary(summarize(records)))

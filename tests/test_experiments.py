@@ -803,8 +803,10 @@ def test_missing_protocol_run_masks_the_test_entries(tmp_path):
     ref = epm_lib.fit(X_train, "DEPM", T=4, n_iter=6, n_avg=2, seed=0, test=test,
                       mask=missing_mask(ds.shape, test[0], test[1]))
     assert rm["tdll"] == ref.tdll and rm["traces"]["K"] == [int(k) for k in ref.K]
-    rows = ex.summarize(ex.load_results(tmp_path))
+    rows = ex.summarize(ex.load_results(tmp_path, heldout=None))
     assert sorted(r["heldout"] for r in rows) == ["missing", "zeros"]
+    assert [r["run_id"] for r in ex.load_results(tmp_path)] == [zeros.run_id]
+    assert [r["run_id"] for r in ex.load_results(tmp_path, heldout="missing")] == [miss.run_id]
     assert "DEPM (missing)" in ex.format_summary(rows)
     with pytest.raises(ValueError, match="heldout must be one of"):
         ex.Run("toy90", "DEPM", T=4, heldout="masked")
