@@ -19,7 +19,7 @@ from .fit import DEFAULT_K_INIT
 
 __all__ = ["EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
            "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
-           "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "best_T", "clear"]
+           "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -236,6 +236,54 @@ def baseline_table(recs, brecs, models=(("DEPM", 128), ("IDEPM", None))):
         rows.append([m if T is None else f"{m}-{T}", st["tdll"][2], fmt(*st["tdll"][:2], 4),
                      fmt(*st["tdauc_pr"][:2], 4), fmt(*d["tdll"][:2], 4), fmt(*d["tdauc_pr"][:2], 4)])
     return md_table(["predictor", "folds", "TDLL", "TDAUC-PR", "TDLL − SVD", "TDAUC-PR − SVD"], rows)
+
+
+def load_protocols(results_dir, dataset):
+    """(records of Sec. 5's protocol, records with the held-out entries missing, baseline records)
+    of one data set; the first two from ``load_results(heldout=...)``, the last from
+    ``load_baselines`` (empty lists for what is not there)."""
+    folder = Path(results_dir) / dataset
+    if not folder.is_dir():
+        return [], [], []
+    return (load_results(results_dir, dataset=dataset), load_results(results_dir, dataset=dataset,
+                                                                     heldout="missing"),
+            load_baselines(results_dir, dataset))
+
+
+PROTOCOL_MODELS = (("EPM", 128), ("CEPM", 128), ("DEPM", 128), ("IDEPM", None))
+
+
+def protocol_table(zeros, missing, brecs, models=PROTOCOL_MODELS, digits=(4, 3, 3)):
+    """Markdown table of the two held-out protocols side by side, on the folds the ``missing``
+    records have (means over them): per model and baseline, TDLL, AUC-PR and AUC-ROC with the
+    held-out entries as observed zeros (Sec. 5) and as missing (masked). Returns (table, folds).
+    A number a record lacks (AUC-ROC of records older than the field) shows as '-'."""
+    folds = sorted({r["fold"] for r in missing})
+    rows = []
+
+    def mean_of(d):
+        v = [d[f] for f in folds if f in d and d[f] is not None]
+        return float(np.mean(v)) if len(v) == len(folds) and folds else np.nan
+
+    def model_vals(recs, m, T, metric):
+        return {r["fold"]: r.get(metric) for r in recs if r["model"] == m and r["T"] == T
+                and (T is not None or r["K_init"] == DEFAULT_K_INIT)}
+
+    for m, T in models:
+        cells = []
+        for recs in (zeros, missing):
+            for metric, dg in zip(("tdll", "tdauc_pr", "tdauc_roc"), digits):
+                cells.append(fmt(mean_of(model_vals(recs, m, T, metric)), np.nan, dg))
+        rows.append([m if T is None else f"{m}-{T}"] + cells)
+    for name in ("popularity", "svd-auto"):
+        cells = []
+        for h in ("zeros", "missing"):
+            for metric, dg in zip(("tdll", "tdauc_pr", "auc_roc"), digits):
+                cells.append(fmt(mean_of(baseline_values(brecs, name, metric, h)), np.nan, dg))
+        rows.append([BASELINE_STYLE[name]["label"]] + cells)
+    head = ["predictor"] + [f"{m} ({h})" for h in ("zeros", "missing")
+                            for m in ("TDLL", "AUC-PR", "AUC-ROC")]
+    return md_table(head, rows), folds
 
 
 def best_T(recs, m, metric):

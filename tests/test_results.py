@@ -95,3 +95,16 @@ def test_baseline_table(enron):
     assert t[0].startswith("| predictor | folds | TDLL |") and len(t) == 2 + 3 + 2
     d, se, n = R.paired(R.values(enron, "IDEPM", None, "tdll"), R.baseline_values(b, "svd-auto", "tdll"))
     assert n == 10 and t[-1].startswith("| IDEPM | 10 |") and R.fmt(d, se, 4) in t[-1]
+
+
+def test_protocol_table():
+    zeros, missing, brecs = R.load_protocols(RESULTS, "enron09")
+    assert missing and all(r["settings"]["heldout"] == "missing" for r in missing)
+    assert all("heldout" not in r["settings"] for r in zeros)
+    table, folds = R.protocol_table(zeros, missing, brecs)
+    assert folds == sorted({r["fold"] for r in missing})
+    lines = table.splitlines()
+    assert lines[0].startswith("| predictor | TDLL (zeros) |") and len(lines) == 2 + 4 + 2
+    idepm = [r for r in missing if r["model"] == "IDEPM" and r["fold"] in folds]
+    assert f"{np.mean([r['tdll'] for r in idepm]):.4f}" in lines[5]
+    assert R.load_protocols(RESULTS, "no-such-data") == ([], [], [])
