@@ -17,15 +17,17 @@ entries are observed zeros in training, Sec. 5). Eight chains, one after the oth
 * the DEPM truncated at ``--T`` from ``K_init`` = 4 and from all T atoms, the same two ways.
 
 Per chain the JSON file holds the settings, the trace of K (active atoms) and of the test-data
-log likelihood of each sweep's sample, the split and merge proposals and acceptances, the
+log likelihood of each sweep's sample, the split and merge proposals and acceptances (totals, and
+the sweeps at which moves were accepted), the
 sampler's wall seconds (``FitResult.seconds``) and the process CPU seconds of the whole fit, and
 the final K mean and TDLL (posterior mean over the last ``--n-avg`` sweeps); the file also
 records the data's fingerprint, shape and number of ones, and the fold. Floats are rounded.
 Read by ``chapters/14_idepm_sampler`` and ``chapters/13_depm_sampler`` (the chapters need only
 this file, not MovieLens).
 
-Cost (measured on a shared 2-core machine, 200 sweeps per chain): about 1.1 CPU seconds for one
-sweep of all eight chains, so the default 1000 sweeps take about 20 minutes of one core. The
+Cost (measured on a shared 2-core machine): about 0.8 CPU seconds for one sweep of all eight
+chains, so the default 1000 sweeps take about 13 minutes of CPU and about 20 minutes of wall
+time when the machine is busy. The
 DEPM chains from 4 atoms are the slowest (about 0.2 s a sweep, against 0.04 s from 128 atoms):
 their empty atoms have lambda at the smallest normal double, and the m-step's products
 phi_ik psi_jk lambda_k are then subnormal numbers, which the CPU handles slowly.
@@ -76,6 +78,11 @@ def rounded(x, digits):
     return round(x, digits)
 
 
+def sweeps_of(accepted):
+    """The sweeps (1-based) at which moves were accepted, a sweep repeated once per accepted move."""
+    return [int(t) + 1 for t in np.repeat(np.arange(accepted.size), accepted)]
+
+
 def run_chain(X, test, model, T, K0, sm, n_iter, n_avg, seed):
     """One chain; returns its JSON record."""
     cpu0, wall0 = time.process_time(), time.perf_counter()
@@ -91,6 +98,7 @@ def run_chain(X, test, model, T, K0, sm, n_iter, n_avg, seed):
         K=[int(k) for k in res.K],
         tdll=[rounded(v, 5) for v in res.tdll_trace],
         splits_proposed=int(totals[0]), splits_accepted=int(totals[1]),
+        split_sweeps=sweeps_of(res.move_stats[:, 1]), merge_sweeps=sweeps_of(res.move_stats[:, 3]),
         merges_proposed=int(totals[2]), merges_accepted=int(totals[3]),
         split_acceptance=None if math.isnan(acc["split"]) else rounded(acc["split"], 6),
         merge_acceptance=None if math.isnan(acc["merge"]) else rounded(acc["merge"], 6),
