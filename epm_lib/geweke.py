@@ -19,6 +19,10 @@ standard errors account for the chain's autocorrelation (batch means).
 Small problems (a few rows and columns, T of 2-4) and a moderately informative
 hyperprior Gamma(e0, f0) keep both simulators fast and well mixed; the
 samplers run with the same e0, f0.
+
+At these sizes the split-merge moves (``split_merge``) have little to do (most data sets have
+fewer than two customers), so this test barely sees them; ``exactness.partition_test`` checks
+the move kernel alone against the enumerated conditional of the seating.
 """
 from __future__ import annotations
 
@@ -147,7 +151,7 @@ def _seating_from_counts(m, rows, cols):
 
 
 def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_update="exact",
-                     m_step="exact", split_merge=0, mask=None):
+                     m_step="exact", split_merge=0, mask=None, moves_mutation=0):
     """Successive-conditional simulator: ``n`` alternations of data | parameters and one sweep.
 
     ``a_update="paper"`` (EPM, CEPM) runs the a-updates as printed in the paper;
@@ -155,8 +159,14 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
     ``split_merge`` (IDEPM, DEPM): split-merge proposals per sweep (``models.moves``), as in ``fit``;
     ``mask`` (boolean I x J): entries missing from the data, as ``fit(mask=...)``: the sweeps see
     the ones outside the mask and the masked entries as missing (their counts drawn from the
-    Poisson, not the zero-truncated one).
+    Poisson, not the zero-truncated one);
+    ``moves_mutation`` (IDEPM with ``split_merge > 0``; tests and chapter 15 only): run the moves
+    with a deliberately wrong acceptance ratio, the ``mutation`` of ``moves._split_merge_core``
+    (1: the merge without its reverse split's probability), to measure the test's power
+    against it.
     """
+    if moves_mutation and (model != "IDEPM" or not split_merge):
+        raise ValueError("moves_mutation needs the IDEPM with split_merge > 0")
     if mask is None:
         mask = np.zeros((I, J), dtype=bool)
     mrows, mcols = (a.astype(np.int64) for a in np.nonzero(mask))
@@ -180,7 +190,12 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
                 counts = idepm.seat_counts(rows, cols, offsets, z, I, J, int(z.max()) + 1 if z.size else 1)
                 offsets, z, *counts, _ = idepm.idepm_sweep(rng, rows, cols, offsets, z, *counts, I, J, h,
                                                            e0, f0, m_step == "exact", 1, n_ones)
-                if split_merge:
+                if split_merge and moves_mutation:      # wrong on purpose (see the docstring)
+                    z, *_ = moves._split_merge_idepm(
+                        rng, rows, cols, offsets, z, *counts, I, J, h[0], h[1], h[2],
+                        np.int64(split_merge), np.int64(moves.DEFAULT_N_SCANS),
+                        np.int64(moves_mutation), np.int64(moves.DEFAULT_UNITS))
+                elif split_merge:
                     z, *_ = moves.split_merge_idepm(rng, rows, cols, offsets, z, *counts, I, J,
                                                     h[0], h[1], h[2], split_merge)
             else:   # no ones: nothing to seat; the hyperparameters still move

@@ -67,3 +67,16 @@ def test_compare_has_no_false_alarm_between_two_prior_samples():
     b = geweke.prior_draws("DEPM", 5000, seed=2)
     rows = geweke.compare(a, b)
     assert max(abs(r[4]) for r in rows) < Z_MAX
+
+
+def test_moves_mutation_switch():
+    """``moves_mutation=0`` is the exact move (the same draws as without it); a mutation changes
+    the chain; it exists only for the IDEPM with moves."""
+    a = geweke.successive_draws("IDEPM", 300, seed=5, split_merge=3)
+    b = geweke.successive_draws("IDEPM", 300, seed=5, split_merge=3, moves_mutation=0)
+    c = geweke.successive_draws("IDEPM", 300, seed=5, split_merge=3, moves_mutation=1)
+    assert all(np.array_equal(a[s], b[s]) for s in a)
+    assert not all(np.array_equal(a[s], c[s]) for s in a)
+    for kw in ({"model": "DEPM", "split_merge": 3}, {"model": "IDEPM", "split_merge": 0}):
+        with pytest.raises(ValueError):
+            geweke.successive_draws(n=10, moves_mutation=1, **kw)

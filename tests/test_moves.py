@@ -23,13 +23,11 @@ import math
 
 import numpy as np
 import pytest
-from numba import njit
-from scipy.stats import chisquare
 
-from epm_lib import theory
+from epm_lib import exactness, theory
 from epm_lib.models import idepm, moves
 
-THIN = 50            # proposals between recorded states
+THIN = exactness.THIN  # proposals between recorded states
 N_SAMPLES = 30_000   # recorded states per chain (1.5M proposals)
 N_SAMPLES_BLOCKS = 20_000   # the same for block units (1M proposals)
 P_OK = 1e-3
@@ -37,140 +35,20 @@ P_BAD = 1e-6
 
 
 # ------------------------------------------------------------------------------------ helpers
-@njit(cache=True)
-def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, thin, n_scans,
-                 mutation, units):
-    """Codes of the states after every ``thin`` proposals: the restricted-growth string of the
-    partition (T = 0, IDEPM) or the label map (T > 0, DEPM), read as a base-M (base-T) number."""
-    M = z.shape[0]
-    n_rows = rows.max() + 1
-    n_cols = cols.max() + 1
-    if T == 0:
-        c = idepm.seat_counts(rows, cols, offsets, z, n_rows, n_cols, z.max() + 1)
-    else:
-        c = idepm.seat_counts(rows, cols, offsets, z, n_rows, n_cols, T)
-    n_ik, n_jk, n_k = c
-    codes = np.empty(n_samples, np.int64)
-    stats = np.zeros(moves.N_STATS, np.int64)
-    for it in range(n_samples):
-        if T == 0:
-            z, n_ik, n_jk, n_k, K, st = moves._split_merge_idepm(
-                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, thin, n_scans,
-                mutation, units)
-        else:
-            z, n_ik, n_jk, n_k, K, st = moves._split_merge_depm(
-                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, T, thin, n_scans,
-                mutation, units)
-        stats += st
-        code = 0
-        if T == 0:
-            first = np.full(M + 1, -1, np.int64)
-            nxt = 0
-            for s in range(M):
-                if first[z[s]] < 0:
-                    first[z[s]] = nxt
-                    nxt += 1
-                code = code * M + first[z[s]]
-        else:
-            for s in range(M):
-                code = code * T + z[s]
-        codes[it] = code
-    return codes, stats
-
-
-def _set_partitions(M):
-    """All restricted-growth strings of length M (the set partitions of M customers)."""
-    out = []
-
-    def rec(prefix, top):
-        if len(prefix) == M:
-            out.append(prefix)
-            return
-        for v in range(top + 2):
-            rec(prefix + [v], max(top, v))
-
-    rec([0], 0)
-    return out
-
-
-def _states(M, T):
-    if T == 0:
-        return _set_partitions(M), M
-    return [list(t) for t in np.ndindex(*(T,) * M)], T
-
-
-def _code(state, base):
-    c = 0
-    for v in state:
-        c = c * base + v
-    return c
-
-
-def _pooled_p(counts, probs):
-    """Chi-square p-value, the cells pooled from the least probable up until each expects >= 5."""
-    n = counts.sum()
-    exp = probs * n
-    order = np.argsort(exp)
-    obs_b, exp_b, o, e = [], [], 0.0, 0.0
-    for oi, ei in zip(counts[order], exp[order]):
-        o += oi
-        e += ei
-        if e >= 5.0:
-            obs_b.append(o)
-            exp_b.append(e)
-            o = e = 0.0
-    obs_b[-1] += o
-    exp_b[-1] += e
-    return chisquare(obs_b, exp_b).pvalue, len(obs_b)
-
-
-# instances: entries (rows, cols), customers per entry, and the dimensions I, J of X (larger
-# than the rows/columns that hold ones: empty rows and columns must contribute 1)
-INSTANCES = {
-    "3x2_M5": (np.array([0, 1, 1]), np.array([0, 0, 1]), np.array([2, 2, 1]), 4, 3),
-    "2x2_M6": (np.array([0, 0, 1]), np.array([0, 1, 1]), np.array([3, 2, 1]), 2, 2),
-    # every row and column holds 3 customers (blocks of 1-3 customers in an atom)
-    "2x2_full": (np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([2, 1, 1, 2]), 2, 2),
-    # four rows (15 row-consistent partitions), rows and columns of 1-3 customers; and its transpose
-    "4x2_M7": (np.array([0, 1, 1, 2, 3, 3]), np.array([0, 0, 1, 1, 0, 1]),
-               np.array([2, 1, 1, 1, 1, 1]), 4, 2),
-    "2x4_M7": (np.array([0, 0, 1, 1, 0, 1]), np.array([0, 1, 1, 2, 3, 3]),
-               np.array([2, 1, 1, 1, 1, 1]), 2, 4),
-}
+# The enumeration machinery (the chain of moves alone, the exact conditional, the pooled
+# chi-square test) lives in epm_lib.exactness, which chapter 15 calls too.
+INSTANCES = exactness.INSTANCES
 CUSTOMER, ROW, COLUMN, MIXED = (moves.UNIT_CUSTOMER, moves.UNIT_ROW, moves.UNIT_COLUMN,
                                 moves.UNITS_MIXED)
 
 
-def _block_consistent(state, key):
-    """Every block (customers with the same ``key``) in one atom."""
-    state = np.asarray(state)
-    return all(np.unique(state[key == k]).size == 1 for k in np.unique(key))
-
-
 def _run(instance, T, a1, a2, g0, mutation, seed, n_scans=0, units=CUSTOMER,
          n_samples=N_SAMPLES):
-    rows, cols, m, I, J = INSTANCES[instance]
-    offsets = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
-    M = int(offsets[-1])
-    states, base = _states(M, T)
-    logp = np.array([moves.log_seating_target(rows, cols, offsets, np.array(s), I, J, a1, a2, g0,
-                                              None if T == 0 else T) for s in states])
-    probs = np.exp(logp - logp.max())
-    if units in (ROW, COLUMN):
-        # rows (columns) alone keep the chain, started from one atom, in the block-consistent
-        # states: compare with the target conditioned on them
-        key = np.repeat(rows if units == ROW else cols, m)
-        probs *= np.array([_block_consistent(s, key) for s in states])
-    probs /= probs.sum()
-    index = {_code(s, base): n for n, s in enumerate(states)}
-    z0 = np.zeros(M, np.int64)
-    codes, stats = _chain_codes(np.random.default_rng(seed), rows, cols, offsets, z0, I, J,
-                                a1, a2, g0, T, n_samples, THIN, n_scans, mutation, units)
-    counts = np.bincount(np.array([index[c] for c in codes]), minlength=len(states))
-    assert counts[probs == 0].sum() == 0            # never outside the closed class
-    keep = probs > 0
-    p, cells = _pooled_p(counts[keep], probs[keep])
-    return p, cells, stats
+    res = exactness.partition_test("IDEPM" if T == 0 else "DEPM", instance, alpha1=a1, alpha2=a2,
+                                   gamma0=g0, T=None if T == 0 else T, n_scans=n_scans,
+                                   units=units, mutation=mutation, n_samples=n_samples,
+                                   thin=THIN, seed=seed)
+    return res.p, res.cells, res.stats
 
 
 def _unit_stats(stats, unit):
