@@ -35,7 +35,7 @@ from scipy.stats import chisquare
 from .models import idepm, moves
 
 __all__ = ["INSTANCES", "MUTATIONS", "THIN", "ExactnessTest", "partition_test",
-           "exact_conditional", "set_partitions", "pooled_chisquare"]
+           "exact_conditional", "set_partitions", "pooled_chisquare", "pool_cells"]
 
 #: proposals between recorded states (well beyond the autocorrelation time on ``INSTANCES``)
 THIN = 50
@@ -214,6 +214,26 @@ def _by_probability(probs):
     return np.argsort(np.round(probs, 12), kind="stable")
 
 
+def pool_cells(counts, expected, min_expected=5.0):
+    """Pool adjacent cells, left to right, until each pooled cell expects >= ``min_expected``
+    draws; a remainder joins the last pooled cell (all cells in one if none reaches it).
+    Returns the pooled ``(observed, expected)`` lists (also used by the distribution tests)."""
+    obs_b, exp_b, o, e = [], [], 0.0, 0.0
+    for oi, ei in zip(counts, expected):
+        o += oi
+        e += ei
+        if e >= min_expected:
+            obs_b.append(o)
+            exp_b.append(e)
+            o = e = 0.0
+    if obs_b:
+        obs_b[-1] += o
+        exp_b[-1] += e
+    else:
+        obs_b, exp_b = [o], [e]
+    return obs_b, exp_b
+
+
 def pooled_chisquare(counts, probs):
     """Chi-square test of ``counts`` against ``probs``, the cells pooled from the least probable
     up until each expects >= 5 draws (the last remainder joins the last cell; equally probable
@@ -226,16 +246,7 @@ def pooled_chisquare(counts, probs):
     n = counts.sum()
     exp = probs * n
     order = _by_probability(probs)
-    obs_b, exp_b, o, e = [], [], 0.0, 0.0
-    for oi, ei in zip(counts[order], exp[order]):
-        o += oi
-        e += ei
-        if e >= 5.0:
-            obs_b.append(o)
-            exp_b.append(e)
-            o = e = 0.0
-    obs_b[-1] += o
-    exp_b[-1] += e
+    obs_b, exp_b = pool_cells(counts[order], exp[order])
     res = chisquare(obs_b, exp_b)
     return float(res.statistic), float(res.pvalue), len(obs_b)
 

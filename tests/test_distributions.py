@@ -31,6 +31,7 @@ import pytest
 from numba import njit
 from scipy import special, stats
 
+from epm_lib.exactness import pool_cells
 from epm_lib.distributions import (
     TINY, cepm_grid, partition_count, sample_categorical, sample_crt,
     sample_dirichlet, sample_gamma, sample_log_beta, sample_log_gamma,
@@ -229,21 +230,7 @@ def pooled_chisquare(counts, probs):
     counts = np.asarray(counts, dtype=float)
     probs = np.asarray(probs, dtype=float)
     n = counts.sum()
-    expected = probs / probs.sum() * n
-    obs_b, exp_b = [], []
-    o = e = 0.0
-    for oi, ei in zip(counts, expected):
-        o += oi
-        e += ei
-        if e >= 5.0:
-            obs_b.append(o)
-            exp_b.append(e)
-            o = e = 0.0
-    if obs_b:
-        obs_b[-1] += o
-        exp_b[-1] += e
-    else:
-        obs_b, exp_b = [o], [e]
+    obs_b, exp_b = pool_cells(counts, probs / probs.sum() * n)
     if len(obs_b) < 2:
         return 1.0, len(obs_b)
     return float(stats.chisquare(obs_b, exp_b).pvalue), len(obs_b)
