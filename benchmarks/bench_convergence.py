@@ -8,7 +8,7 @@ Usage::
         [--segment 100] [--cap-seconds 600] [--rhat 1.01] [--test-fraction 0.01] [--json PATH]
 
 For each data set, model and number of split-merge proposals per sweep, four chains run
-(``epm_lib.fit_chains``): two from ``--few`` atoms and two from ``--many`` (the DEPM from
+(``epm_lib.chains.run_until_agree``): two from ``--few`` atoms and two from ``--many`` (the DEPM from
 min(--many, T)), each with its own seed, on the matrix with a random ``--test-fraction`` of its
 entries held out (fold 0 of ``epm_lib.experiments.cv_fold`` with 1/fraction folds). They run in
 segments of ``--segment`` sweeps (continued with ``fit(..., resume=...)``, so a segmented chain
@@ -30,34 +30,27 @@ import json  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-import epm_lib  # noqa: E402
 from epm_lib import chains, datasets  # noqa: E402
 from epm_lib.experiments import cv_fold, split  # noqa: E402
-from epm_lib.fit import concat  # noqa: E402
 
 
 def converge(X, test, model, T, sm, starts, segment, cap, target):
-    """Run the chains segment by segment until R-hat(K), R-hat(tdll) <= target or the cap."""
-    seeds = list(range(len(starts)))
-    kw = dict(T=T, test=test, n_avg=max(1, segment // 2))
+    """Run the chains segment by segment until R-hat(K), R-hat(tdll) <= target or the cap
+    (``epm_lib.chains.run_until_agree``)."""
+    kw = dict(T=T, test=test)
     if model in ("IDEPM", "DEPM"):
         kw["split_merge"] = sm
-    pieces = [[epm_lib.fit(X, model, K_init=k, seed=s, n_iter=segment, **kw)] for k, s in zip(starts, seeds)]
-    while True:
-        runs = [concat(*p) for p in pieces]
-        d = chains.diagnostics(chains.to_inference_data(runs), burn_in=0.5, var_names=["K", "tdll"])
-        secs = max(r.seconds[-1] for r in runs)
-        done = all(d[v]["rhat"] <= target for v in ("K", "tdll"))
-        if done or secs >= cap:
-            half = runs[0].K.shape[0] // 2
-            return dict(model=model if T is None else f"{model}-{T}", split_merge=sm, converged=bool(done),
-                        sweeps=int(runs[0].K.shape[0]), cpu_per_chain=float(secs),
-                        rhat_K=d["K"]["rhat"], rhat_tdll=d["tdll"]["rhat"], ess_K=d["K"]["ess_bulk"],
-                        ess_tdll=d["tdll"]["ess_bulk"],
-                        K_few=float(np.mean([r.K[half:].mean() for r, k in zip(runs, starts) if k == starts[0]])),
-                        K_many=float(np.mean([r.K[half:].mean() for r, k in zip(runs, starts) if k != starts[0]])),
-                        acceptance=runs[0].acceptance)
-        pieces = [p + [epm_lib.fit(X, model, resume=p[-1], n_iter=segment, **kw)] for p in pieces]
+    cs, s = chains.run_until_agree(X, model, starts=starts, seeds=list(range(len(starts))), segment=segment,
+                                   cap_seconds=cap, rhat=target, var_names=("K", "tdll"), **kw)
+    runs = cs.results
+    half = runs[0].K.shape[0] // 2
+    return dict(model=model if T is None else f"{model}-{T}", split_merge=sm, converged=s["converged"],
+                sweeps=s["sweeps"], cpu_per_chain=s["seconds"],
+                rhat_K=s["K"]["rhat"], rhat_tdll=s["tdll"]["rhat"], ess_K=s["K"]["ess_bulk"],
+                ess_tdll=s["tdll"]["ess_bulk"],
+                K_few=float(np.mean([r.K[half:].mean() for r, k in zip(runs, starts) if k == starts[0]])),
+                K_many=float(np.mean([r.K[half:].mean() for r, k in zip(runs, starts) if k != starts[0]])),
+                acceptance=runs[0].acceptance)
 
 
 def main(argv=None):

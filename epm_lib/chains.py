@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fit import fit, FitResult
+from .fit import concat, fit, FitResult, load_result
 
-__all__ = ["ChainSet", "fit_chains", "to_inference_data", "diagnostics", "TRACE_NAMES"]
+__all__ = ["ChainSet", "fit_chains", "to_inference_data", "diagnostics", "TRACE_NAMES",
+           "run_until_agree"]
 
 #: The quantities traced per iteration, besides the hyperparameters of the model.
 TRACE_NAMES = ("K", "tdll", "M")
@@ -150,3 +151,112 @@ def fit_chains(X, model, *, starts=(1, 100), seeds=None, n_jobs=1, **fit_kwargs)
         results = Parallel(n_jobs=n_jobs)(delayed(_one_chain)(X, model, k, s, fit_kwargs)
                                           for k, s in zip(starts, seeds))
     return ChainSet(results=list(results), starts=starts, seeds=seeds)
+
+
+def _inputs_digest(X, kw):
+    """A digest of the data and the fit options of a checkpointed run (the test set, the mask)."""
+    import hashlib
+    from .fit import mask_entries, prepare_matrix
+    I, J, r, c = prepare_matrix(X)
+    h = hashlib.sha256(np.array([I, J], dtype=np.int64).tobytes())
+    h.update(np.ascontiguousarray(r * J + c, dtype=np.int64).tobytes())
+    for k in sorted(kw):
+        v = kw[k]
+        h.update(k.encode())
+        if k == "test" and v is not None:
+            for a in v:
+                h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+        elif k == "mask" and v is not None:
+            h.update(mask_entries(v, (I, J)).tobytes())
+        else:
+            h.update(repr(v).encode())
+    return h.hexdigest()[:32]
+
+
+def _checkpoint_paths(folder, n):
+    from pathlib import Path
+    folder = Path(folder)
+    return folder, [folder / f"chain{c}.npz" for c in range(n)], folder / "run.json"
+
+
+def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=250, max_sweeps=None,
+                    cap_seconds=None, rhat=1.01, var_names=("K", "tdll"), burn_in=0.5,
+                    checkpoint=None, **fit_kwargs):
+    """Run chains from dispersed starts, segment by segment, until they agree or a cap is reached.
+
+    Every chain (``starts``: their ``K_init``; ``seeds``: one each, default 0, 1, ...) runs
+    ``segment`` sweeps at a time (``fit(..., resume=...)``: a chain run in segments is the
+    uninterrupted chain, bit for bit). After each segment the rank-normalised split-R-hat of
+    ``var_names`` is computed on the chains after ``burn_in`` (:func:`diagnostics`); the run stops
+    when every one is at most ``rhat`` (``"converged"``), or when the chains have run
+    ``max_sweeps`` sweeps (``"max_sweeps"``) or a chain has spent ``cap_seconds`` in its sweeps
+    (``"cap_seconds"``); at least one of the two caps must be given. ``"tdll"`` needs ``test=``.
+
+    ``checkpoint``: a folder; after each segment every chain is saved there (``FitResult.save``,
+    written atomically), and a call with the same folder continues from the saved chains instead
+    of starting again, so an interrupted run loses at most one segment and its result is the
+    uninterrupted one. The folder must not hold chains of other settings or data (``ValueError``).
+
+    Returns ``(ChainSet, summary)``; ``summary``: ``stopped`` (why), ``converged`` (bool),
+    ``sweeps`` (per chain), ``seconds`` (the largest sampler seconds of a chain), and for each
+    variable its ``rhat``, ``ess_bulk``, ``ess_tail``.
+    """
+    import json
+    starts = list(starts)
+    if len(starts) < 2:
+        raise ValueError(f"give at least two starts (chains), got {starts}")
+    seeds = list(range(len(starts))) if seeds is None else list(seeds)
+    if len(seeds) != len(starts) or len(set(map(repr, seeds))) != len(seeds):
+        raise ValueError(f"give one distinct seed per start: {len(starts)} starts, seeds {seeds}")
+    if max_sweeps is None and cap_seconds is None:
+        raise ValueError("give max_sweeps or cap_seconds (or both): a run that never agrees must stop")
+    if not isinstance(segment, (int, np.integer)) or isinstance(segment, bool) or segment < 4:
+        raise ValueError(f"segment must be an integer >= 4, got {segment!r}")
+    for bad in ("K_init", "seed", "n_iter", "resume"):
+        if bad in fit_kwargs:
+            raise ValueError(f"{bad} is set by run_until_agree, not as a keyword")
+    if "tdll" in var_names and fit_kwargs.get("test") is None:
+        raise ValueError("var_names holds 'tdll': give test=(rows, cols, labels)")
+    kw = dict(fit_kwargs)
+    kw.setdefault("n_avg", max(1, segment // 2))
+    runs = [None] * len(starts)
+    if checkpoint is not None:
+        folder, paths, meta_path = _checkpoint_paths(checkpoint, len(starts))
+        folder.mkdir(parents=True, exist_ok=True)
+        meta = dict(model=model, starts=starts, seeds=[repr(x) for x in seeds], segment=int(segment),
+                    inputs=_inputs_digest(X, kw))
+        if meta_path.exists():
+            if json.loads(meta_path.read_text()) != meta:
+                raise ValueError(f"{folder}: holds chains of other settings ({meta_path.read_text()}); "
+                                 f"use another checkpoint folder")
+            if all(p.exists() for p in paths):
+                runs = [load_result(p) for p in paths]
+                n = max(r.K.shape[0] for r in runs)
+                for c in range(len(runs)):   # interrupted between two chains' saves: catch up
+                    if runs[c].K.shape[0] < n:
+                        runs[c] = concat(runs[c], fit(X, model, resume=runs[c], n_iter=segment, **kw))
+                        runs[c].save(paths[c])
+        else:
+            meta_path.write_text(json.dumps(meta))
+
+    def step(c):
+        if runs[c] is None:
+            return fit(X, model, K_init=starts[c], seed=seeds[c], n_iter=segment, **kw)
+        return concat(runs[c], fit(X, model, resume=runs[c], n_iter=segment, **kw))
+
+    while True:
+        if runs[0] is not None:
+            d = diagnostics(to_inference_data(runs), burn_in=burn_in, var_names=list(var_names))
+            sweeps = int(runs[0].K.shape[0])
+            seconds = float(max(r.seconds[-1] for r in runs))
+            stopped = ("converged" if all(d[v]["rhat"] <= rhat for v in var_names) else
+                       "max_sweeps" if max_sweeps is not None and sweeps >= max_sweeps else
+                       "cap_seconds" if cap_seconds is not None and seconds >= cap_seconds else None)
+            if stopped:
+                summary = dict(stopped=stopped, converged=stopped == "converged", sweeps=sweeps,
+                               seconds=seconds, **{v: d[v] for v in var_names})
+                return ChainSet(results=runs, starts=starts, seeds=seeds), summary
+        runs = [step(c) for c in range(len(starts))]
+        if checkpoint is not None:
+            for r, p in zip(runs, paths):
+                r.save(p)

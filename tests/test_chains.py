@@ -75,3 +75,69 @@ def test_diagnostics_refuses_bad_burn_in():
             cs.diagnostics(burn_in=bad)
     with pytest.raises(ValueError, match="unknown variable"):
         cs.diagnostics(var_names=["nope"])
+
+
+# ----------------------------------------------------------------------------- run_until_agree
+def _test_set(X, n=40, seed=3):
+    rng = np.random.default_rng(seed)
+    zeros = np.argwhere(X == 0)
+    pick = zeros[rng.choice(len(zeros), n, replace=False)]
+    return pick[:, 0], pick[:, 1], np.zeros(n, np.int8)
+
+
+def test_run_until_agree_stops_and_equals_one_long_chain():
+    X = small(2)
+    test = _test_set(X)
+    # an R-hat threshold every pair of chains meets: stops after the first segment
+    cs, s = chains.run_until_agree(X, "IDEPM", starts=(1, 20), segment=10, max_sweeps=50, rhat=100.0,
+                                   test=test)
+    assert s["stopped"] == "converged" and s["converged"] and s["sweeps"] == 10
+    # an impossible one: stops at the cap, after whole segments
+    cs, s = chains.run_until_agree(X, "IDEPM", starts=(1, 20), segment=10, max_sweeps=30, rhat=0.5,
+                                   test=test)
+    assert s["stopped"] == "max_sweeps" and not s["converged"] and s["sweeps"] == 30
+    assert set(s) >= {"K", "tdll", "seconds"} and np.isfinite(s["K"]["ess_bulk"])
+    # each chain is the uninterrupted chain of fit (n_avg = segment // 2 by default): the same
+    # states; the TDLL of a sweep's sample is summed in another order inside the averaging window
+    # of a segment, hence equal to rounding only
+    one = epm_lib.fit(X, "IDEPM", K_init=20, seed=1, n_iter=30, n_avg=5, test=test)
+    r = cs.results[1]
+    assert np.array_equal(r.K, one.K) and np.array_equal(r.M, one.M)
+    assert np.array_equal(r.hyper["gamma0"], one.hyper["gamma0"])
+    assert np.allclose(r.tdll_trace, one.tdll_trace, rtol=0, atol=1e-12)
+
+
+def test_run_until_agree_checkpoint_resumes_bit_identically(tmp_path):
+    X = small(3)
+    kw = dict(T=6, starts=(1, 6), segment=8, rhat=0.5, var_names=("K", "gamma0"))
+    whole, s_whole = chains.run_until_agree(X, "DEPM", max_sweeps=32, **kw)
+    part, s_part = chains.run_until_agree(X, "DEPM", max_sweeps=16, checkpoint=tmp_path, **kw)
+    assert s_part["sweeps"] == 16 and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["chain0.npz", "chain1.npz", "run.json"]
+    # interrupted between the two chains' saves: chain 1 is one segment behind
+    short = epm_lib.fit(X, "DEPM", T=6, K_init=6, seed=1, n_iter=8, n_avg=4)
+    short.save(tmp_path / "chain1.npz")
+    rest, s_rest = chains.run_until_agree(X, "DEPM", max_sweeps=32, checkpoint=tmp_path, **kw)
+    assert s_rest["sweeps"] == 32 and s_rest["K"] == s_whole["K"]
+    for a, b in zip(whole.results, rest.results):
+        assert np.array_equal(a.K, b.K) and np.array_equal(a.hyper["gamma0"], b.hyper["gamma0"])
+    # a folder of other settings or other data is refused
+    with pytest.raises(ValueError, match="other settings"):
+        chains.run_until_agree(X, "DEPM", max_sweeps=32, checkpoint=tmp_path, **{**kw, "segment": 16})
+    with pytest.raises(ValueError, match="other settings"):
+        chains.run_until_agree(small(4), "DEPM", max_sweeps=32, checkpoint=tmp_path, **kw)
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    (dict(starts=(1,), max_sweeps=10), "at least two starts"),
+    (dict(max_sweeps=None), "give max_sweeps or cap_seconds"),
+    (dict(max_sweeps=10, segment=2), "segment must be an integer >= 4"),
+    (dict(max_sweeps=10, n_iter=5), "n_iter is set by run_until_agree"),
+    (dict(max_sweeps=10, var_names=("K", "tdll")), "give test="),
+    (dict(max_sweeps=10, seeds=(0, 0)), "distinct seed"),
+])
+def test_run_until_agree_refuses(kwargs, msg):
+    kw = dict(starts=(1, 5), var_names=("K",))
+    kw.update(kwargs)
+    with pytest.raises(ValueError, match=msg):
+        chains.run_until_agree(small(), "IDEPM", **kw)
