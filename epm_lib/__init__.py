@@ -43,4 +43,4 @@ from . import theory, datasets  # noqa: E402,F401
 __version__ = "0.1.0"
 
 from .fit import fit, FitResult, DEFAULT_K_INIT, MODELS, concat, load_result  # noqa: E402,F401
-from .chains import fit_chains, diagnostics  # noqa: E402,F401
+from .chains import fit_chains, diagnostics, run_until_agree  # noqa: E402,F401
