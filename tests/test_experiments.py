@@ -862,3 +862,44 @@ def test_baselines_command_line(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "svd-auto" in out and "missing" in out
     assert ex.baseline_path("toy90", 1, tmp_path).is_file()
+
+
+# ------------------------------------------------------------------ the converged protocol
+def test_converged_run_record_resume_and_separation(tmp_path):
+    run = ex.ConvergedRun("toy90", "IDEPM", starts=(1, 30), segment=10, max_sweeps=20, cap_seconds=None)
+    assert run.run_id == "IDEPM-fold0-seed0-converged"
+    assert run.path(tmp_path) == tmp_path / "toy90" / "converged" / "IDEPM-fold0-seed0-converged.json"
+    rec = ex.run_converged(run, tmp_path)
+    assert rec["stopped"] in ("converged", "max_sweeps") and rec["sweeps"] in (10, 20)
+    assert set(rec["diagnostics"]) == {"K", "tdll"} and len(rec["traces"]["K"]) == 2
+    assert ex.read_converged(run.path(tmp_path))["tdll"] == rec["tdll"]
+    assert ex.load_results(tmp_path, heldout=None) == []            # never mixed with Sec. 5's runs
+    assert [r["run_id"] for r in ex.load_converged(tmp_path, "toy90")] == [run.run_id]
+    # the pooled posterior mean of the chains is what the record scores
+    ds = ex.DataSpec.parse("toy90").load()
+    X_train, test = ex.split(ds.X, ex.cv_fold(ds.shape, 0))
+    cs, s = epm_lib.run_until_agree(X_train, "IDEPM", starts=(1, 30), seeds=[0, 1], segment=10,
+                                    max_sweeps=20, n_avg=10, test=test)
+    prob = np.mean([r.test_prob for r in cs.results], axis=0)
+    assert rec["tdll"] == pytest.approx(epm_lib.metrics.bernoulli_tdll(test[2], prob), rel=1e-12)
+    # a longer cap continues the checkpointed chains: the same as one uninterrupted call
+    longer = ex.ConvergedRun("toy90", "IDEPM", starts=(1, 30), segment=10, max_sweeps=40, cap_seconds=None,
+                             rhat=1.0001)
+    assert longer.run_id == run.run_id
+    rec2 = ex.run_converged(longer, tmp_path)
+    fresh = ex.run_converged(longer, tmp_path / "fresh")
+    assert rec2["sweeps"] == fresh["sweeps"] == 40 and rec2["traces"]["K"] == fresh["traces"]["K"]
+    assert rec2["tdll"] == fresh["tdll"]
+
+
+@pytest.mark.parametrize("kwargs, msg", [
+    (dict(model="EPMpaper", T=4), "exact samplers"),
+    (dict(model="DEPM", T=4, starts=(1, 8)), "starts must be"),
+    (dict(model="EPM", T=4, split_merge=5), "split_merge is for the IDEPM and the DEPM"),
+    (dict(model="IDEPM", max_sweeps=None, cap_seconds=None), "give max_sweeps or cap_seconds"),
+    (dict(model="IDEPM", rhat=1.0), "rhat must be a number > 1"),
+    (dict(model="IDEPM", cap_seconds=-1), "cap_seconds must be"),
+])
+def test_converged_run_errors(kwargs, msg):
+    with pytest.raises(ValueError, match=msg):
+        ex.ConvergedRun("toy90", **kwargs)
