@@ -1691,6 +1691,18 @@ def _build_parser():
                    help="held-out entries are observed zeros of the training matrix (Sec. 5, the "
                         "default) or missing (masked: left out of the likelihood); 'missing' runs "
                         "get run ids ending in -missing")
+    g.add_argument("--converged", action="store_true",
+                   help="the converged protocol instead of Sec. 5's: per model, T and fold, chains from "
+                        "dispersed starts until split-R-hat <= --rhat on K and TDLL or a cap; one record "
+                        "each in <results>/<dataset>/converged/, chains checkpointed in "
+                        "<results>/.chains (rerunning continues them)")
+    g.add_argument("--segment", type=int, default=250, help="converged: sweeps between R-hat checks")
+    g.add_argument("--max-sweeps", type=int, default=20000, help="converged: sweeps per chain at most")
+    g.add_argument("--cap-seconds", type=float, default=1800.0,
+                   help="converged: sampler seconds per chain at most")
+    g.add_argument("--rhat", type=float, default=1.01, help="converged: the R-hat target")
+    g.add_argument("--split-merge", type=int, default=0,
+                   help="converged: split-merge proposals per sweep (IDEPM, DEPM)")
     g.add_argument("--baselines", action="store_true",
                    help="score the baselines (popularity, truncated SVD; epm_lib.baselines) on the "
                         "folds instead of fitting models, under both held-out protocols, one file "
@@ -1726,6 +1738,50 @@ def _build_parser():
     return p
 
 
+def _main_converged(args, runs) -> int:
+    """``--converged``: the runs of the grid under the converged protocol, one after the other; a
+    run whose record holds the same settings and data is skipped."""
+    printed = sorted({r.model for r in runs if MODELS[r.model][1:] != ("exact", "exact")})
+    if printed:
+        print(f"skipped: {', '.join(printed)} (the converged protocol runs the exact samplers only)")
+        runs = [r for r in runs if r.model not in printed]
+    try:
+        conv = list(dict.fromkeys(
+            ConvergedRun(r.data, r.model, T=r.T, fold=r.fold, seed=r.seed, segment=args.segment,
+                         max_sweeps=args.max_sweeps, cap_seconds=args.cap_seconds, rhat=args.rhat,
+                         split_merge=args.split_merge if MODELS[r.model][0] in ("IDEPM", "DEPM") else 0,
+                         n_folds=r.n_folds, cv_seed=r.cv_seed) for r in runs))
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    todo = []
+    for c in conv:
+        path = c.path(args.results)
+        try:
+            rec = read_converged(path) if path.exists() else None
+        except (ValueError, OSError):
+            rec = None
+        if rec is not None and rec["settings"] == c.settings() \
+                and rec["data"]["fingerprint"] == c.data.fingerprint():
+            continue
+        todo.append(c)
+    print(f"{len(conv)} converged-protocol runs in {args.results}/: {len(conv) - len(todo)} done, "
+          f"{len(todo)} to run: {_short_list([c.run_id for c in todo], 12, args.verbose)}")
+    if args.dry_run:
+        return 0
+    for c in todo:
+        try:
+            rec = run_converged(c, args.results)
+        except (ValueError, OSError) as e:
+            print(f"error: {c.data.folder}/{c.run_id}: {e}", file=sys.stderr)
+            return 1
+        d = rec["diagnostics"]
+        print(f"{c.data.folder}/{c.run_id}: {rec['stopped']} after {rec['sweeps']} sweeps "
+              f"({rec['seconds_per_chain']:.0f} s a chain); R-hat K {d['K']['rhat']:.3f}, TDLL "
+              f"{d['tdll']['rhat']:.3f}; K {rec['K_mean']:.1f}, TDLL {rec['tdll']:.5f}", flush=True)
+    return 0
+
+
 def main(argv=None) -> int:
     """The command line (``python -m epm_lib.experiments --help``). Returns the exit code."""
     parser = _build_parser()
@@ -1748,6 +1804,8 @@ def main(argv=None) -> int:
                     n_folds=args.n_folds, cv_seed=args.cv_seed, heldout=args.heldout)
     except ValueError as e:                        # includes datasets.DataError
         parser.error(str(e))
+    if args.converged:
+        return _main_converged(args, runs)
     if args.baselines:
         if args.dry_run:
             print(f"baselines of {', '.join(s.folder for s in specs)} on folds {folds}")

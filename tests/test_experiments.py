@@ -903,3 +903,14 @@ def test_converged_run_record_resume_and_separation(tmp_path):
 def test_converged_run_errors(kwargs, msg):
     with pytest.raises(ValueError, match=msg):
         ex.ConvergedRun("toy90", **kwargs)
+
+
+def test_converged_command_line(tmp_path, capsys):
+    argv = ["--dataset", "toy90", "--models", "DEPM", "--T", "4", "--folds", "1", "--converged",
+            "--segment", "8", "--max-sweeps", "16", "--results", str(tmp_path), "--no-progress"]
+    assert ex.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "1 to run" in out and "DEPM-T4-fold1-seed0-converged:" in out
+    rec = ex.read_converged(tmp_path / "toy90" / "converged" / "DEPM-T4-fold1-seed0-converged.json")
+    assert rec["settings"]["starts"] == [1, 1, 4, 4] and rec["sweeps"] <= 16
+    assert ex.main(argv) == 0 and "1 done, 0 to run" in capsys.readouterr().out
