@@ -1804,6 +1804,13 @@ def main(argv=None) -> int:
                     n_folds=args.n_folds, cv_seed=args.cv_seed, heldout=args.heldout)
     except ValueError as e:                        # includes datasets.DataError
         parser.error(str(e))
+    if args.converged and args.baselines:
+        parser.error("--converged and --baselines are two different runs: give one")
+    if (args.converged or args.baselines) and args.heldout != "zeros":
+        parser.error("--heldout missing is for model runs of Sec. 5's protocol (the baselines are "
+                     "scored under both protocols; the converged protocol holds the entries out as zeros)")
+    if args.converged and args.K_init is not None:
+        parser.error("--K-init is not for --converged: its chains start from one atom and from many")
     if args.converged:
         return _main_converged(args, runs)
     if args.baselines:

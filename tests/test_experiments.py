@@ -914,3 +914,15 @@ def test_converged_command_line(tmp_path, capsys):
     rec = ex.read_converged(tmp_path / "toy90" / "converged" / "DEPM-T4-fold1-seed0-converged.json")
     assert rec["settings"]["starts"] == [1, 1, 4, 4] and rec["sweeps"] <= 16
     assert ex.main(argv) == 0 and "1 done, 0 to run" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra, msg", [
+    (["--converged", "--heldout", "missing"], "--heldout missing is for model runs"),
+    (["--baselines", "--heldout", "missing"], "--heldout missing is for model runs"),
+    (["--converged", "--baselines"], "two different runs"),
+    (["--converged", "--models", "IDEPM", "--K-init", "5"], "--K-init is not for --converged"),
+])
+def test_command_line_refuses_options_it_would_ignore(extra, msg, capsys):
+    with pytest.raises(SystemExit):
+        ex.main(["--dataset", "toy90", "--folds", "0", "--dry-run"] + extra)
+    assert msg in capsys.readouterr().err
