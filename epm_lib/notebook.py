@@ -22,7 +22,7 @@ import math
 import numbers
 import os
 
-__all__ = ["check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies"]
+__all__ = ["versions", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies"]
 
 INJECTED_HEADER = "# Parameters"
 
@@ -192,3 +192,19 @@ def check_parameters(namespace, /, **specs):
             raise ValueError(f"parameter {name} is not defined (check_parameters lists a name "
                              "that the parameters cell does not set)")
         spec.check(name, namespace[name], namespace)
+
+
+def versions(*extra) -> str:
+    """The watermark line that ends a chapter: ``python X, numpy X, scipy X, numba X, epm_lib X``,
+    followed by ``extra`` modules (e.g. ``networkx``) as ``name version``."""
+    import sys
+
+    import numba
+    import numpy
+    import scipy
+
+    from . import __version__
+    parts = [f"python {sys.version.split()[0]}", f"numpy {numpy.__version__}", f"scipy {scipy.__version__}",
+             f"numba {numba.__version__}", f"epm_lib {__version__}"]
+    parts += [f"{m.__name__} {m.__version__}" for m in extra]
+    return ", ".join(parts)

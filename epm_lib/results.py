@@ -17,7 +17,7 @@ import numpy as np
 from .experiments import PAPER_T, load_baselines, load_results
 from .fit import DEFAULT_K_INIT
 
-__all__ = ["EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
+__all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
            "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
            "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear"]
 
@@ -27,6 +27,18 @@ STYLE = {"EPM": dict(color="C3", marker="o", ls="-"), "EPMpaper": dict(color="C1
          "CEPM": dict(color="C0", marker="s", ls="-"), "DEPM": dict(color="C2", marker="^", ls="-"),
          "IDEPM": dict(color="k")}
 METRICS = {"K_mean": "K", "tdll": "TDLL", "tdauc_pr": "TDAUC-PR"}
+
+
+#: The data sets of Sec. 5, in the paper's order: the ``datasets`` parameter of chapters 22, 23, 26.
+PART3_DATASETS = ("enron09", "movielens100k", "movielens1m")
+
+
+def check_part3_parameters(namespace):
+    """Check the papermill parameters of a Part III chapter (``results_dir``: an existing folder;
+    ``datasets``: distinct names among :data:`PART3_DATASETS`), ``epm_lib.notebook.check_parameters``."""
+    from .notebook import Choice, Dir, ListOf, check_parameters
+    return check_parameters(namespace, results_dir=Dir(),
+                            datasets=ListOf(Choice(*PART3_DATASETS), distinct=True))
 
 
 def paper_protocol(rec):

@@ -108,3 +108,20 @@ def test_protocol_table():
     idepm = [r for r in missing if r["model"] == "IDEPM" and r["fold"] in folds]
     assert f"{np.mean([r['tdll'] for r in idepm]):.4f}" in lines[5]
     assert R.load_protocols(RESULTS, "no-such-data") == ([], [], [])
+
+
+def test_part3_parameters_and_versions(tmp_path):
+    from epm_lib.notebook import versions
+    ok = {"results_dir": str(tmp_path), "datasets": ["enron09", "movielens1m"]}
+    R.check_part3_parameters(ok)
+    for bad, msg in (({"datasets": ["enron09", "enron09"]}, "distinct|twice|repeat"),
+                     ({"datasets": ["nope"]}, "nope"),
+                     ({"results_dir": str(tmp_path / "missing")}, "missing")):
+        with pytest.raises(ValueError, match=msg):
+            R.check_part3_parameters({**ok, **bad})
+    import numba
+    import scipy
+    v = versions()
+    assert v.startswith("python ") and f"numpy {np.__version__}" in v and f"scipy {scipy.__version__}" in v
+    assert f"numba {numba.__version__}" in v and v.split(", ")[-1].startswith("epm_lib ")
+    assert versions(pytest).endswith(f"pytest {pytest.__version__}")
