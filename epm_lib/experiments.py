@@ -1359,15 +1359,21 @@ def baseline_record(data, fold, n_folds=DEFAULT_N_FOLDS, cv_seed=DEFAULT_CV_SEED
     }
 
 
-def read_baseline(path) -> dict:
-    """Read and check one baseline file; ``ValueError`` naming the file otherwise."""
-    path = Path(path)
+def _read_json_record(path, fmt) -> dict:
+    """Strict JSON (no NaN / Infinity) holding an object with ``"format": fmt``; else ``ValueError``."""
     try:
         rec = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
     except (ValueError, RecursionError) as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(rec, dict) or rec.get("format") != BASELINE_FORMAT:
-        raise ValueError(f"{path}: not a baseline record of format {BASELINE_FORMAT!r}")
+    if not isinstance(rec, dict) or rec.get("format") != fmt:
+        raise ValueError(f"{path}: not a record of format {fmt!r}")
+    return rec
+
+
+def read_baseline(path) -> dict:
+    """Read and check one baseline file; ``ValueError`` naming the file otherwise."""
+    path = Path(path)
+    rec = _read_json_record(path, BASELINE_FORMAT)
     _check(path, rec, "fold", "an integer >= 0")
     _check(path, _check(path, rec, "data", "a JSON object"), "fingerprint", "a string", "data.")
     held = _check(path, rec, "heldout", "a JSON object")
@@ -1591,12 +1597,7 @@ def run_converged(run: ConvergedRun, results_dir="results", checkpoint_dir=None)
 def read_converged(path) -> dict:
     """Read and check one converged-protocol record; ``ValueError`` naming the file otherwise."""
     path = Path(path)
-    try:
-        rec = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
-    if not isinstance(rec, dict) or rec.get("format") != CONVERGED_FORMAT:
-        raise ValueError(f"{path}: not a record of format {CONVERGED_FORMAT!r}")
+    rec = _read_json_record(path, CONVERGED_FORMAT)
     for key, want in (("run_id", "a string"), ("model", "a string"), ("fold", "an integer >= 0"),
                       ("K_mean", "a number"), ("tdll", "a number or null (null: not finite)"),
                       ("tdauc_pr", "a number or null (null: not finite)"),

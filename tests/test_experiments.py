@@ -926,3 +926,18 @@ def test_command_line_refuses_options_it_would_ignore(extra, msg, capsys):
     with pytest.raises(SystemExit):
         ex.main(["--dataset", "toy90", "--folds", "0", "--dry-run"] + extra)
     assert msg in capsys.readouterr().err
+
+
+
+def test_record_readers_refuse_other_files(tmp_path):
+    for reader in (ex.read_baseline, ex.read_converged):
+        bad = tmp_path / "x.json"
+        bad.write_text("{not json")
+        with pytest.raises(ValueError, match="not valid JSON"):
+            reader(bad)
+        bad.write_text('{"format": "something else"}')
+        with pytest.raises(ValueError, match="not a record of format"):
+            reader(bad)
+        bad.write_text('{"format": "epm-book baseline record 1", "x": NaN}')
+        with pytest.raises(ValueError, match="not valid JSON"):
+            reader(bad)
