@@ -7,6 +7,11 @@ folds, paired fold differences, and the Fig. 2 panels and tables. Records are re
 ``epm_lib.experiments.load_results`` (their format: ``results/README.md``); the baselines scored
 on the same folds (``epm_lib.experiments.run_baselines``) with ``load_baselines_present`` and
 drawn in Fig. 2 as horizontal lines.
+
+The converged protocol (``epm_lib.experiments.run_converged``: several chains from dispersed
+starts, run until split-R-hat <= 1.01 or a cap) has records of its own; ``load_converged_present``
+reads them, ``protocol_comparison`` sets them beside the 600-sweep records of the same folds, and
+``verdict_parts`` / ``verdict_table`` (the H1-H3 criteria of chapter 26) apply to either.
 """
 from __future__ import annotations
 
@@ -19,7 +24,9 @@ from .fit import DEFAULT_K_INIT
 
 __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
            "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
-           "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear"]
+           "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
+           "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
+           "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -111,9 +118,10 @@ def baseline_values(brecs, name, metric="tdll", heldout="zeros"):
 
 
 def values(recs, model, T=None, metric="tdll", K_init=DEFAULT_K_INIT):
-    """{fold: value} of one (model, T) (the IDEPM: T=None and its K_init)."""
+    """{fold: value} of one (model, T) (the IDEPM: T=None and its K_init; a converged-protocol
+    record has no single K_init and always matches)."""
     return {r["fold"]: r[metric] for r in recs if r["model"] == model and r["T"] == T
-            and (T is not None or r["K_init"] == K_init) and r[metric] is not None}
+            and (T is not None or r.get("K_init", K_init) == K_init) and r[metric] is not None}
 
 
 def mean_se(v):
@@ -310,3 +318,204 @@ def clear(d, se):
     if not (np.isfinite(d) and np.isfinite(se)):
         return "not enough folds"
     return "clearly higher" if d > 2 * se else ("clearly lower" if d < -2 * se else "no clear difference")
+
+# ---------------------------------------------------------------------------------------------
+# The converged protocol beside the paper's
+# ---------------------------------------------------------------------------------------------
+#: split-merge proposals per sweep of the book's converged runs of the IDEPM and the DEPM (the
+#: EPM and the CEPM have no such moves: 0)
+CONVERGED_SPLIT_MERGE = 20
+
+
+def check_converged(recs):
+    """Check the converged-protocol records of one data set: one data fingerprint, at most one
+    record per (model, T, fold), K within 0..T, finite negative TDLL, R-hat and ESS present for K
+    and TDLL, a ``converged`` flag consistent with the R-hat target. ``ValueError`` naming the
+    run otherwise; returns the number checked."""
+    _require(len({r["data"]["fingerprint"] for r in recs}) <= 1, "converged runs of different data")
+    seen = set()
+    for r in recs:
+        rid = r["run_id"]
+        key = (r["model"], r["T"], r["fold"])
+        _require(key not in seen, f"{rid}: a second converged record of {key} (other settings?)")
+        seen.add(key)
+        _require(r["tdll"] is not None and np.isfinite(r["tdll"]) and r["tdll"] < 0, f"{rid}: TDLL")
+        _require(0 <= r["K_mean"] <= (r["T"] or np.inf), f"{rid}: K out of range")
+        d = r["diagnostics"]
+        _require(all(np.isfinite(d[v]["rhat"]) and d[v]["ess_bulk"] > 0 for v in ("K", "tdll")),
+                 f"{rid}: R-hat or ESS missing")
+        target = r["settings"]["rhat"]
+        _require(r["converged"] == (max(d["K"]["rhat"], d["tdll"]["rhat"]) <= target),
+                 f"{rid}: 'converged' disagrees with its R-hat")
+    return len(recs)
+
+
+def load_converged_present(results_dir, datasets, split_merge=CONVERGED_SPLIT_MERGE):
+    """{data set: converged-protocol records} for the data sets that have them
+    (``epm_lib.experiments.load_converged``), keeping the IDEPM and DEPM runs with ``split_merge``
+    proposals per sweep (the EPM's and CEPM's have none), checked by :func:`check_converged`."""
+    from .experiments import load_converged
+    out = {}
+    for d in datasets:
+        recs = [r for r in load_converged(results_dir, d)
+                if r["settings"]["split_merge"] == (split_merge if r["model"] in ("IDEPM", "DEPM") else 0)]
+        if recs:
+            check_converged(recs)
+            out[d] = recs
+    return out
+
+
+def on_folds(recs, folds):
+    """The records of the given folds only (to compare two protocols on the same folds)."""
+    folds = set(folds)
+    return [r for r in recs if r["fold"] in folds]
+
+
+def protocol_comparison(paper, conv, models=PROTOCOL_MODELS, digits=(1, 4, 3)):
+    """The paper's 600-sweep protocol beside the converged one, per (model, T) that has converged
+    records, on the folds those records have: for K, TDLL and TDAUC-PR the fold means under both
+    protocols and the paired difference converged − 600 sweeps (mean ± SE); the folds; how many
+    of them reached split-R-hat <= target on K and TDLL, and the largest R-hat.
+
+    Returns (markdown table, {(model, T): {metric: (mean 600, mean converged, (diff, SE, n))},
+    "folds": [...], "converged": n, "rhat_max": x}}).
+    """
+    rows, out = [], {}
+    for m, T in models:
+        cv = [r for r in conv if r["model"] == m and r["T"] == T]
+        if not cv:
+            continue
+        folds = sorted(r["fold"] for r in cv)
+        pp = on_folds(paper, folds)
+        entry = {"folds": folds, "converged": sum(r["converged"] for r in cv),
+                 "rhat_max": max(max(r["diagnostics"]["K"]["rhat"], r["diagnostics"]["tdll"]["rhat"])
+                                 for r in cv)}
+        cells = []
+        for metric, dg in zip(METRICS, digits):
+            a, b = values(pp, m, T, metric), values(cv, m, T, metric)
+            diff = paired(b, a)
+            entry[metric] = (mean_se(a)[0], mean_se(b)[0], diff)
+            cells += [fmt(entry[metric][0], np.nan, dg), fmt(entry[metric][1], np.nan, dg), fmt(*diff[:2], dg)]
+        out[(m, T)] = entry
+        rows.append([m if T is None else f"{m}-{T}", len(folds), f"{entry['converged']} of {len(folds)}",
+                     f"{entry['rhat_max']:.3f}"] + cells)
+    head = ["model", "folds", "R-hat ≤ target", "largest R-hat"]
+    for name in METRICS.values():
+        head += [f"{name} 600", f"{name} conv.", f"{name} conv. − 600"]
+    return md_table(head, rows), out
+
+
+# ---------------------------------------------------------------------------------------------
+# The verdicts on H1-H3 (chapter 26's criteria)
+# ---------------------------------------------------------------------------------------------
+#: the parts of chapter 26's verdict table, in its order
+PART_ORDER = ("H1", "H1 K", "H1 K grows", "H1 K converges", "H1 TDLL", "H1 TDAUC-PR",
+              "H2", "H2 TDLL", "H2 TDAUC-PR", "H2 K", "H2 DEPM-128 best", "H3 (TDLL, TDAUC-PR)",
+              "H3 TDLL", "H3 TDAUC-PR")
+
+
+def _cmp(recs, a, Ta, b, Tb, metric):
+    """Paired difference a - b of a metric: (mean, SE, folds)."""
+    return paired(values(recs, a, Ta, metric), values(recs, b, Tb, metric))
+
+
+def _above(res, digits, label):
+    d, se, n = res
+    return (n > 1 and d > 2 * se), f"{label} {d:+.{digits}f} ± {se:.{digits}f}", n
+
+
+def verdict_parts(recs, epm="EPM", h3_T="best"):
+    """Chapter 26's criteria applied to the records of one data set (either protocol).
+
+    Returns {part: (supported: True/False, or None when a model it needs has fewer than two
+    folds; the numbers, 'mean ± SE' of the paired fold differences; the number of folds)} for the
+    parts of :data:`PART_ORDER`. A difference is clear when the paired mean exceeds 2 SE
+    (:func:`clear`). ``epm``: "EPM" (exact a-update) or "EPMpaper". ``h3_T``: the DEPM the IDEPM
+    meets in H3: "best" (the T with the highest fold mean of the metric, every DEPM-T needed;
+    then "H2 DEPM-128 best" is decided too) or a truncation level such as 128 (for records that
+    hold only that T; "H2 DEPM-128 best" is then undecided)."""
+    out = {}
+
+    def put(name, *checks):
+        ns = [c[2] for c in checks]
+        ok = None if min(ns) < 2 else all(c[0] for c in checks)
+        if ok is None:
+            checks = [(None, "", 0)]
+        out[name] = (ok, "; ".join(c[1] for c in checks), min(ns))
+    put("H1 K", _above(_cmp(recs, epm, 128, "CEPM", 128, "K_mean"), 1, f"{epm}−CEPM"),
+        _above(_cmp(recs, epm, 128, "DEPM", 128, "K_mean"), 1, f"{epm}−DEPM"))
+    put("H1 K grows", _above(_cmp(recs, epm, 128, epm, 32, "K_mean"), 1, "T=128 − T=32"))
+    c = [_cmp(recs, m, 128, m, 64, "K_mean") for m in ("CEPM", "DEPM")]
+    put("H1 K converges", *[(not (n > 1 and d > 2 * se), f"{m} T=128 − T=64 {d:+.1f} ± {se:.1f}", n)
+                           for m, (d, se, n) in zip(("CEPM", "DEPM"), c)])
+    for metric, name, dg in (("tdll", "TDLL", 4), ("tdauc_pr", "TDAUC-PR", 3)):
+        put(f"H1 {name}", _above(_cmp(recs, "CEPM", 128, epm, 128, metric), dg, f"CEPM−{epm}"),
+            _above(_cmp(recs, "DEPM", 128, epm, 128, metric), dg, f"DEPM−{epm}"))
+    d, se, n = _cmp(recs, "CEPM", 128, "DEPM", 128, "K_mean")
+    put("H2 K", (n > 1 and d > 2 * se, f"CEPM−DEPM {d:+.1f} ± {se:.1f}", n))
+    for metric, name, dg in (("tdll", "TDLL", 4), ("tdauc_pr", "TDAUC-PR", 3)):
+        put(f"H2 {name}", _above(_cmp(recs, "DEPM", 128, "CEPM", 128, metric), dg, "DEPM−CEPM"))
+    if h3_T == "best":
+        full = min(len(values(recs, "DEPM", T, "tdll")) for T in PAPER_T) > 1   # every DEPM-T present
+    else:
+        full = len(values(recs, "DEPM", h3_T, "tdll")) > 1
+    checks = []
+    for metric, name, dg in (("tdll", "TDLL", 4), ("tdauc_pr", "TDAUC-PR", 3)):
+        if h3_T != "best":
+            TD = h3_T
+            checks.append((None, "", 0))
+        else:
+            TD = best_T(recs, "DEPM", metric)[0] if full else None
+            if TD == 128:                       # the best fold mean is T = 128's own
+                checks.append((True, f"{name}: best at T=128", len(values(recs, "DEPM", 128, metric))))
+            else:
+                d, se, n = _cmp(recs, "DEPM", 128, "DEPM", TD, metric) if full else (np.nan, np.nan, 0)
+                checks.append((not (n > 1 and d < -2 * se),
+                               f"{name}: DEPM-128−DEPM-{TD} {d:+.{dg}f} ± {se:.{dg}f}", n))
+        put(f"H3 {name}", _above(_cmp(recs, "IDEPM", None, "DEPM", TD, metric), dg, f"IDEPM−DEPM-{TD}")
+            if full else (False, "", 0))
+    put("H2 DEPM-128 best", *checks)
+    for h, ps in (("H1", [p for p in out if p.startswith("H1")]), ("H2", ["H2 TDLL", "H2 TDAUC-PR"]),
+                  ("H3 (TDLL, TDAUC-PR)", ["H3 TDLL", "H3 TDAUC-PR"])):
+        oks = [out[p][0] for p in ps]
+        out[h] = (None if None in oks else all(oks), "", min(out[p][2] for p in ps))
+    return out
+
+
+def verdict_label(res, expected_folds=EXPECTED_FOLDS):
+    """A verdict for a table: '**supported**' / '**not supported**' with its numbers and, below
+    ``expected_folds``, its number of folds; 'incomplete' when undecided."""
+    ok, numbers, n = res
+    if ok is None or n < 2:
+        return "incomplete"
+    word = "**supported**" if ok else "**not supported**"
+    if n < expected_folds:
+        word += f" [{n} folds]"
+    return word + (f" ({numbers})" if numbers else "")
+
+
+def verdict_table(data, datasets, epm="EPM", part_names=PART_ORDER, h3_T="best"):
+    """({data set: verdict_parts}, markdown table: one row per part, one column per data set;
+    'not run' for a data set without records)."""
+    res = {d: verdict_parts(data[d], epm, h3_T) for d in data}
+    rows = [[p] + [verdict_label(res[d][p]) if d in res else "not run" for d in datasets]
+            for p in part_names]
+    return res, md_table(["part"] + list(datasets), rows)
+
+
+def verdict_changes(paper, conv, epm="EPM", h3_T=128):
+    """The parts decided under both protocols, on the folds the converged records have: (markdown
+    table of part, 600-sweep verdict, converged verdict, 'changes' or ''; list of the parts that
+    change). Both are judged with the same criterion (``verdict_parts(..., h3_T=h3_T)``)."""
+    folds = sorted({r["fold"] for r in conv})
+    a = verdict_parts(on_folds(paper, folds), epm, h3_T)
+    b = verdict_parts(conv, epm, h3_T)
+    rows, flips = [], []
+    for p in PART_ORDER:
+        if a[p][0] is None and b[p][0] is None:
+            continue
+        changed = a[p][0] is not None and b[p][0] is not None and a[p][0] != b[p][0]
+        if changed:
+            flips.append(p)
+        rows.append([p, verdict_label(a[p]), verdict_label(b[p]), "**changes**" if changed else ""])
+    return md_table(["part", "600 sweeps (same folds)", "converged protocol", ""], rows), flips

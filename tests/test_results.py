@@ -125,3 +125,81 @@ def test_part3_parameters_and_versions(tmp_path):
     assert v.startswith("python ") and f"numpy {np.__version__}" in v and f"scipy {scipy.__version__}" in v
     assert f"numba {numba.__version__}" in v and v.split(", ")[-1].startswith("epm_lib ")
     assert versions(pytest).endswith(f"pytest {pytest.__version__}")
+
+
+def test_verdict_parts_reproduce_chapter_26(enron):
+    """The criteria of chapter 26 (now in the library) decide Enron09's parts as the chapter says."""
+    v = R.verdict_parts(enron, "EPM")
+    assert set(v) == set(R.PART_ORDER)
+    assert [v[p][0] for p in ("H1", "H2", "H3 (TDLL, TDAUC-PR)")] == [False, False, False]
+    assert [v[p][0] for p in ("H1 K", "H1 K grows", "H1 K converges", "H1 TDLL", "H1 TDAUC-PR")] == \
+        [False, True, False, False, False]
+    assert [v[p][0] for p in ("H3 TDLL", "H3 TDAUC-PR")] == [False, True]
+    assert all(v[p][2] == 10 for p in R.PART_ORDER)
+    vp = R.verdict_parts(enron, "EPMpaper")
+    assert [vp[p][0] for p in ("H1 K", "H1 K grows", "H1 K converges", "H1 TDLL", "H1 TDAUC-PR")] == \
+        [True, True, False, True, True]
+    # an H1 K number is the paired EPM - CEPM difference of the records
+    d, se, n = R.paired(R.values(enron, "EPM", 128, "K_mean"), R.values(enron, "CEPM", 128, "K_mean"))
+    assert f"EPM−CEPM {d:+.1f} ± {se:.1f}" in v["H1 K"][1] and n == 10
+    # H3 against a fixed T: the IDEPM against DEPM-128; 'DEPM-128 best' is then undecided
+    v128 = R.verdict_parts(enron, "EPM", h3_T=128)
+    assert "IDEPM−DEPM-128" in v128["H3 TDLL"][1] and v128["H2 DEPM-128 best"][0] is None
+    assert R.verdict_label(v["H1 K grows"]).startswith("**supported** (")
+    assert R.verdict_label((True, "x", 3)) == "**supported** [3 folds] (x)"
+    assert R.verdict_label((None, "", 0)) == "incomplete"
+    res, table = R.verdict_table({"enron09": enron}, ["enron09", "movielens1m"])
+    assert table.splitlines()[0] == "| part | enron09 | movielens1m |" and "not run" in table
+    assert len(table.splitlines()) == 2 + len(R.PART_ORDER)
+    # with two folds only, every part is decided on two folds; with one, nothing is decided
+    two = R.on_folds(enron, [0, 1])
+    assert {r["fold"] for r in two} == {0, 1}
+    assert all(x[2] == 2 for p, x in R.verdict_parts(two).items() if x[0] is not None)
+    assert all(x[0] is None for x in R.verdict_parts(R.on_folds(enron, [0])).values())
+
+
+@pytest.fixture(scope="module")
+def converged():
+    conv = R.load_converged_present(RESULTS, ["enron09", "no-such-data"])
+    assert list(conv) == ["enron09"]
+    return conv["enron09"]
+
+
+def test_converged_records_and_protocol_comparison(enron, converged):
+    assert R.check_converged(converged) == len(converged)
+    assert {r["data"]["fingerprint"] for r in converged} == {enron[0]["data"]["fingerprint"]}
+    assert all(r["settings"]["split_merge"] == (20 if r["model"] in ("IDEPM", "DEPM") else 0)
+               for r in converged)
+    table, out = R.protocol_comparison(enron, converged)
+    present = {(r["model"], r["T"]) for r in converged}
+    assert set(out) == present and ("IDEPM", None) in out and ("DEPM", 128) in out
+    assert len(table.splitlines()) == 2 + len(present)
+    for (m, T), e in out.items():
+        cv = [r for r in converged if r["model"] == m and r["T"] == T]
+        assert e["folds"] == sorted(r["fold"] for r in cv)
+        paper = np.mean([R.values(enron, m, T, "K_mean")[f] for f in e["folds"]])
+        assert e["K_mean"][0] == pytest.approx(paper)
+        assert e["K_mean"][1] == pytest.approx(np.mean([r["K_mean"] for r in cv]))
+        assert e["K_mean"][2][0] == pytest.approx(e["K_mean"][1] - e["K_mean"][0])
+        assert e["converged"] == sum(r["converged"] for r in cv)
+    # the verdicts on the same folds under both protocols
+    vt, flips = R.verdict_changes(enron, converged)
+    assert vt.splitlines()[0].startswith("| part | 600 sweeps (same folds) | converged protocol |")
+    assert set(flips) <= set(R.PART_ORDER)
+
+
+def test_check_converged_names_the_problem(converged):
+    bad = copy.deepcopy(converged[0])
+    with pytest.raises(ValueError, match="second converged record"):
+        R.check_converged([converged[0], bad])
+    bad["converged"] = not bad["converged"]
+    with pytest.raises(ValueError, match="disagrees with its R-hat"):
+        R.check_converged([bad])
+    bad = copy.deepcopy(converged[0])
+    bad["tdll"] = 0.5
+    with pytest.raises(ValueError, match="TDLL"):
+        R.check_converged([bad])
+    bad = copy.deepcopy(converged[0])
+    bad["data"]["fingerprint"] = "other"
+    with pytest.raises(ValueError, match="different data"):
+        R.check_converged([converged[0], dict(bad, fold=99)])
