@@ -26,7 +26,7 @@ __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCA
            "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
            "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
-           "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes"]
+           "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -414,7 +414,7 @@ PART_ORDER = ("H1", "H1 K", "H1 K grows", "H1 K converges", "H1 TDLL", "H1 TDAUC
               "H3 TDLL", "H3 TDAUC-PR")
 
 
-def _cmp(recs, a, Ta, b, Tb, metric):
+def compare(recs, a, Ta, b, Tb, metric):
     """Paired difference a - b of a metric: (mean, SE, folds)."""
     return paired(values(recs, a, Ta, metric), values(recs, b, Tb, metric))
 
@@ -442,19 +442,19 @@ def verdict_parts(recs, epm="EPM", h3_T="best"):
         if ok is None:
             checks = [(None, "", 0)]
         out[name] = (ok, "; ".join(c[1] for c in checks), min(ns))
-    put("H1 K", _above(_cmp(recs, epm, 128, "CEPM", 128, "K_mean"), 1, f"{epm}−CEPM"),
-        _above(_cmp(recs, epm, 128, "DEPM", 128, "K_mean"), 1, f"{epm}−DEPM"))
-    put("H1 K grows", _above(_cmp(recs, epm, 128, epm, 32, "K_mean"), 1, "T=128 − T=32"))
-    c = [_cmp(recs, m, 128, m, 64, "K_mean") for m in ("CEPM", "DEPM")]
+    put("H1 K", _above(compare(recs, epm, 128, "CEPM", 128, "K_mean"), 1, f"{epm}−CEPM"),
+        _above(compare(recs, epm, 128, "DEPM", 128, "K_mean"), 1, f"{epm}−DEPM"))
+    put("H1 K grows", _above(compare(recs, epm, 128, epm, 32, "K_mean"), 1, "T=128 − T=32"))
+    c = [compare(recs, m, 128, m, 64, "K_mean") for m in ("CEPM", "DEPM")]
     put("H1 K converges", *[(not (n > 1 and d > 2 * se), f"{m} T=128 − T=64 {d:+.1f} ± {se:.1f}", n)
                            for m, (d, se, n) in zip(("CEPM", "DEPM"), c)])
     for metric, name, dg in (("tdll", "TDLL", 4), ("tdauc_pr", "TDAUC-PR", 3)):
-        put(f"H1 {name}", _above(_cmp(recs, "CEPM", 128, epm, 128, metric), dg, f"CEPM−{epm}"),
-            _above(_cmp(recs, "DEPM", 128, epm, 128, metric), dg, f"DEPM−{epm}"))
-    d, se, n = _cmp(recs, "CEPM", 128, "DEPM", 128, "K_mean")
+        put(f"H1 {name}", _above(compare(recs, "CEPM", 128, epm, 128, metric), dg, f"CEPM−{epm}"),
+            _above(compare(recs, "DEPM", 128, epm, 128, metric), dg, f"DEPM−{epm}"))
+    d, se, n = compare(recs, "CEPM", 128, "DEPM", 128, "K_mean")
     put("H2 K", (n > 1 and d > 2 * se, f"CEPM−DEPM {d:+.1f} ± {se:.1f}", n))
     for metric, name, dg in (("tdll", "TDLL", 4), ("tdauc_pr", "TDAUC-PR", 3)):
-        put(f"H2 {name}", _above(_cmp(recs, "DEPM", 128, "CEPM", 128, metric), dg, "DEPM−CEPM"))
+        put(f"H2 {name}", _above(compare(recs, "DEPM", 128, "CEPM", 128, metric), dg, "DEPM−CEPM"))
     if h3_T == "best":
         full = min(len(values(recs, "DEPM", T, "tdll")) for T in PAPER_T) > 1   # every DEPM-T present
     else:
@@ -469,10 +469,10 @@ def verdict_parts(recs, epm="EPM", h3_T="best"):
             if TD == 128:                       # the best fold mean is T = 128's own
                 checks.append((True, f"{name}: best at T=128", len(values(recs, "DEPM", 128, metric))))
             else:
-                d, se, n = _cmp(recs, "DEPM", 128, "DEPM", TD, metric) if full else (np.nan, np.nan, 0)
+                d, se, n = compare(recs, "DEPM", 128, "DEPM", TD, metric) if full else (np.nan, np.nan, 0)
                 checks.append((not (n > 1 and d < -2 * se),
                                f"{name}: DEPM-128−DEPM-{TD} {d:+.{dg}f} ± {se:.{dg}f}", n))
-        put(f"H3 {name}", _above(_cmp(recs, "IDEPM", None, "DEPM", TD, metric), dg, f"IDEPM−DEPM-{TD}")
+        put(f"H3 {name}", _above(compare(recs, "IDEPM", None, "DEPM", TD, metric), dg, f"IDEPM−DEPM-{TD}")
             if full else (False, "", 0))
     put("H2 DEPM-128 best", *checks)
     for h, ps in (("H1", [p for p in out if p.startswith("H1")]), ("H2", ["H2 TDLL", "H2 TDAUC-PR"]),
