@@ -328,3 +328,45 @@ def test_target_agrees_with_theory(seed):
     perm = rng.permutation(T)
     assert moves.log_seating_target(rows, cols, offsets, perm[zs[0]], I, J, a1, a2, g0, T) == \
         pytest.approx(moves.log_seating_target(rows, cols, offsets, zs[0], I, J, a1, a2, g0, T))
+
+
+# ------------------------------------------------------------- (e) the diagnostic trace
+def test_proposal_trace_explains_each_proposal():
+    """proposal_trace: ln r = ln pi-ratio - ln q for a split (its reverse for a merge), and the
+    pi-ratio it reports is the change of the exact target when a proposal is accepted."""
+    rows, cols, offsets, z = _random_state(11, I=10, J=12, nnz=40, K=3)
+    I, J, a1, a2, g0 = 10, 12, 0.7, 0.4, 2.0
+    n_changed = 0
+    for seed in range(150):
+        units = (CUSTOMER, ROW, COLUMN)[seed % 3]
+        t = moves.proposal_trace(rows, cols, offsets, z, I, J, a1, a2, g0, n_proposals=1,
+                                 n_scans=2, units=units, seed=seed)
+        assert t["unit"][0] == units and t["size"][0] >= 2
+        lr, lt, lq = t["log_ratio"][0], t["log_target"][0], t["log_q"][0]
+        if not np.isfinite(lr):
+            continue
+        assert lr == pytest.approx(lt - lq if t["split"][0] else lq - lt, abs=1e-9)
+        # replay the proposal on the same stream: the state it leads to
+        z_new, *_, K, st = moves._split_merge_idepm(
+            np.random.default_rng(seed), rows, cols, offsets, z, *idepm.seat_counts(rows, cols, offsets, z, I, J, 3),
+            I, J, a1, a2, g0, np.int64(1), np.int64(2), np.int64(0), np.int64(units))
+        assert K == t["K"] and np.array_equal(st, t["stats"])
+        if K != 3:
+            n_changed += 1
+            before = moves.log_seating_target(rows, cols, offsets, z, I, J, a1, a2, g0)
+            after = moves.log_seating_target(rows, cols, offsets, z_new, I, J, a1, a2, g0)
+            assert (after - before) * (1 if t["split"][0] else -1) == pytest.approx(lt, abs=1e-8)
+    assert n_changed >= 5
+    t = moves.proposal_trace(rows, cols, offsets, z, I, J, a1, a2, g0, n_proposals=50, seed=1)
+    assert t["split"].shape == (50,) and t["K"] == 3 + t["stats"][moves.SPLIT_ACCEPTED] - \
+        t["stats"][moves.MERGE_ACCEPTED]
+    with pytest.raises(ValueError, match="positive"):
+        moves.proposal_trace(rows, cols, offsets, z, I, J, 0.0, a2, g0)
+    with pytest.raises(ValueError, match="n_proposals"):
+        moves.proposal_trace(rows, cols, offsets, z, I, J, a1, a2, g0, n_proposals=0)
+    with pytest.raises(ValueError, match="fit together"):
+        moves.proposal_trace(rows, cols, offsets[:-1], z, I, J, a1, a2, g0)
+    with pytest.raises(ValueError, match="units"):
+        moves.proposal_trace(rows, cols, offsets, z, I, J, a1, a2, g0, units=7)
+    with pytest.raises(ValueError, match=">= T"):
+        moves.proposal_trace(rows, cols, offsets, z, I, J, a1, a2, g0, T=2)

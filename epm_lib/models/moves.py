@@ -209,7 +209,7 @@ from scipy.special import gammaln
 from .common import seat_counts
 
 __all__ = ["DEFAULT_N_PROPOSALS", "DEFAULT_N_SCANS", "WORK_PER_SWEEP",
-           "split_merge_idepm", "split_merge_depm", "log_seating_target"]
+           "split_merge_idepm", "split_merge_depm", "log_seating_target", "proposal_trace", "UNIT_NAMES"]
 
 #: default number of proposals per call: -1, as many as fit in the work of about one Gibbs sweep
 DEFAULT_N_PROPOSALS = -1
@@ -1131,6 +1131,70 @@ def split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1,
     return _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2,
                              gamma0, T, np.int64(n_proposals), np.int64(n_scans), np.int64(0),
                              np.int64(units))
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagnostics: why proposals are (not) accepted
+# ---------------------------------------------------------------------------------------------
+#: names of the allocation units, by their number
+UNIT_NAMES = ("customer", "row", "column")
+
+
+def proposal_trace(rows, cols, offsets, z, I, J, alpha1, alpha2, gamma0, *, n_proposals=200,
+                   n_scans=DEFAULT_N_SCANS, units=DEFAULT_UNITS, seed=0, T=None):
+    """Run ``n_proposals`` split-merge proposals of the IDEPM (``T=None``) or the DEPM (``T``) from
+    a seating and say, per proposal, why it was accepted or not.
+
+    ``rows, cols, offsets, z``: the seating (e.g. ``FitResult.state`` of an IDEPM fit: its
+    ``rows``, ``cols``, ``offsets``, ``z``), ``I, J`` the dimensions of X, ``alpha1, alpha2,
+    gamma0`` the hyperparameters (any values: e.g. another chain's, to see how the moves depend
+    on them). The proposals run one after the other as in a sweep (an accepted one changes the
+    state the next one starts from); the input ``z`` is not changed.
+
+    Returns a dict of arrays, one entry per proposal: ``split`` (True: a split was proposed;
+    False: a merge), ``unit`` (0, 1, 2: customer, row or column units, :data:`UNIT_NAMES`),
+    ``size`` (|S|, the customers of the atom(s) involved), ``log_ratio`` (ln of the MH acceptance
+    ratio r; NaN for a split that could not be proposed, -inf for a block merge of atoms that share
+    a block), ``log_target`` (ln pi(S1) pi(S2) / pi(S1 u S2): how much better the split state is
+    than the merged one under the target, whichever was proposed), ``log_q`` (ln of the
+    probability of proposing that split, or of replaying it for a merge); and ``stats`` (the
+    ``N_STATS`` counters, accepted splits and merges among them) and ``K`` (atoms at the end).
+    For a split ln r = log_target - log_q (IDEPM), for a merge ln r = log_q - log_target (module
+    docstring, Eq. (**) and the scans); the DEPM adds its label factor.
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    cols = np.ascontiguousarray(cols, dtype=np.int64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    zz = np.array(z, dtype=np.int64)
+    if rows.shape != cols.shape or offsets.shape != (rows.shape[0] + 1,) or zz.shape != (offsets[-1],):
+        raise ValueError("rows, cols (one per one of X), offsets (one more) and z (one per customer) "
+                         "do not fit together")
+    if zz.size and zz.min() < 0:
+        raise ValueError("z holds negative labels")
+    if min(alpha1, alpha2, gamma0) <= 0 or not all(np.isfinite((alpha1, alpha2, gamma0))):
+        raise ValueError("alpha1, alpha2 and gamma0 must be positive and finite")
+    if not isinstance(n_proposals, (int, np.integer)) or n_proposals < 1:
+        raise ValueError(f"n_proposals must be an integer >= 1, got {n_proposals!r}")
+    if units not in (UNIT_CUSTOMER, UNIT_ROW, UNIT_COLUMN, UNITS_MIXED):
+        raise ValueError(f"units must be one of {UNIT_CUSTOMER}, {UNIT_ROW}, {UNIT_COLUMN}, "
+                         f"{UNITS_MIXED} (mixed), got {units!r}")
+    M = zz.shape[0]
+    if T is None:
+        n_labels, log_c1, a_c, t = max(M, int(zz.max(initial=0)) + 1) + 1, math.log(gamma0), 0.0, 0
+    else:
+        if zz.size and zz.max() >= T:
+            raise ValueError(f"z holds labels >= T = {T}")
+        n_labels, log_c1, a_c, t = int(T), math.log(gamma0 / T), gamma0 / T, int(T)
+    ci, cj = _customer_cells(rows, cols, offsets)
+    trace = np.full((n_proposals, 6), np.nan)
+    Kp, stats, *_ = _split_merge_core(np.random.default_rng(seed), ci, cj, zz, n_labels,
+                                      int(rows.max(initial=0)) + 1, int(cols.max(initial=0)) + 1,
+                                      I, J, float(alpha1), float(alpha2), log_c1, a_c, np.int64(t),
+                                      np.int64(n_proposals), np.int64(n_scans), np.int64(0), trace,
+                                      np.int64(units))
+    return dict(split=trace[:, 1] == 1, unit=trace[:, 3].astype(np.int64), size=trace[:, 2],
+                log_ratio=trace[:, 0], log_target=trace[:, 4], log_q=trace[:, 5], stats=stats,
+                K=int(Kp))
 
 
 # ---------------------------------------------------------------------------------------------
