@@ -109,6 +109,17 @@ def run_chain(X, test, model, T, K0, sm, n_iter, n_avg, seed):
         gamma0_final=rounded(res.hyper["gamma0"][-1], 4), M_final=int(res.M[-1]))
 
 
+def write_json(path, obj, indent=None):
+    """Write ``obj`` as JSON to ``path`` (folders created) atomically: a temporary file, then a
+    rename, so an interrupted run never leaves a truncated file. Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj, indent=indent, separators=None if indent else (",", ":")) + "\n")
+    tmp.replace(path)
+    return path
+
+
 def git_commit():
     out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
                          text=True, check=True)
@@ -162,11 +173,7 @@ def main(argv=None):
                      epm_lib=epm_lib.__version__, commit=git_commit(),
                      numba_threads=os.environ["NUMBA_NUM_THREADS"]),
         chains=chains)
-    path = Path(a.out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(out, separators=(",", ":")) + "\n")
-    tmp.replace(path)
+    path = write_json(a.out, out)
     print(f"wrote {path} ({path.stat().st_size} bytes) after {out['total_seconds']:.0f} s", flush=True)
     return 0
 
