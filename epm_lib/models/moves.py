@@ -447,39 +447,24 @@ def _gather_blocks(rng, key, blk, buf, start, size, k1, k2, split, s1, s2, ci, c
     the number of blocks, or -1 if S is not block-consistent (a block with customers in both
     atoms; only for a merge). O(|S|)."""
     nb = 0
-    ok = True
-    st = start[k1]
-    for p in range(st, st + size[k1]):
-        kk = key[buf[p]]
-        b = blk[kk]
-        if b < 0:
-            b = nb
-            blk[kk] = b
-            bkey[nb] = kk
-            bcnt[nb] = 0
-            brank[nb] = 0
-            nb += 1
-        bcnt[b] += 1
-    if not split:
-        st = start[k2]
-        for p in range(st, st + size[k2]):
+    for q in range(1 if split else 2):   # the customers of k1, then (merge) those of k2
+        kq = k1 if q == 0 else k2
+        st = start[kq]
+        for p in range(st, st + size[kq]):
             kk = key[buf[p]]
             b = blk[kk]
-            if b < 0:
+            if b < 0:                    # a new block, on side q (brank holds the side for now)
                 b = nb
                 blk[kk] = b
                 bkey[nb] = kk
                 bcnt[nb] = 0
-                brank[nb] = 1
+                brank[nb] = q
                 nb += 1
-            elif brank[b] == 0:
-                ok = False
-                break
+            elif brank[b] != q:          # a block with customers in both atoms: not consistent
+                for bb in range(nb):
+                    blk[bkey[bb]] = -1
+                return -1
             bcnt[b] += 1
-    if not ok:
-        for b in range(nb):
-            blk[bkey[b]] = -1
-        return -1
     b1 = blk[key[s1]]
     b2 = blk[key[s2]]
     for b in range(nb):              # brank held the side; bcur gets it in layout order below
