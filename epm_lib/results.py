@@ -26,7 +26,7 @@ __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCA
            "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
            "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
-           "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes"]
+           "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -503,19 +503,27 @@ def verdict_table(data, datasets, epm="EPM", part_names=PART_ORDER, h3_T="best")
     return res, md_table(["part"] + list(datasets), rows)
 
 
-def verdict_changes(paper, conv, epm="EPM", h3_T=128):
-    """The parts decided under both protocols, on the folds the converged records have: (markdown
-    table of part, 600-sweep verdict, converged verdict, 'changes' or ''; list of the parts that
-    change). Both are judged with the same criterion (``verdict_parts(..., h3_T=h3_T)``)."""
-    folds = sorted({r["fold"] for r in conv})
+def common_folds(conv, models=PROTOCOL_MODELS):
+    """The folds on which every (model, T) of ``models`` that has converged records has one."""
+    sets = [{r["fold"] for r in conv if r["model"] == m and r["T"] == T} for m, T in models]
+    sets = [x for x in sets if x]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def verdict_changes(paper, conv, epm="EPM", h3_T=128, models=PROTOCOL_MODELS):
+    """The H1-H3 parts that the converged records decide, under both protocols on the same folds
+    (:func:`common_folds`: every model with converged records has one there), by the same
+    criterion (``verdict_parts(..., h3_T=h3_T)``). Returns (markdown table of part, 600-sweep
+    verdict, converged verdict, '**changes**' or ''; the parts that change; the folds used)."""
+    folds = common_folds(conv, models)
     a = verdict_parts(on_folds(paper, folds), epm, h3_T)
-    b = verdict_parts(conv, epm, h3_T)
+    b = verdict_parts(on_folds(conv, folds), epm, h3_T)
     rows, flips = [], []
     for p in PART_ORDER:
-        if a[p][0] is None and b[p][0] is None:
+        if b[p][0] is None:                  # not decided by the converged records
             continue
-        changed = a[p][0] is not None and b[p][0] is not None and a[p][0] != b[p][0]
+        changed = a[p][0] is not None and a[p][0] != b[p][0]
         if changed:
             flips.append(p)
         rows.append([p, verdict_label(a[p]), verdict_label(b[p]), "**changes**" if changed else ""])
-    return md_table(["part", "600 sweeps (same folds)", "converged protocol", ""], rows), flips
+    return md_table(["part", "600 sweeps (same folds)", "converged protocol", ""], rows), flips, folds

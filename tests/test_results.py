@@ -183,9 +183,20 @@ def test_converged_records_and_protocol_comparison(enron, converged):
         assert e["K_mean"][2][0] == pytest.approx(e["K_mean"][1] - e["K_mean"][0])
         assert e["converged"] == sum(r["converged"] for r in cv)
     # the verdicts on the same folds under both protocols
-    vt, flips = R.verdict_changes(enron, converged)
+    vt, flips, folds = R.verdict_changes(enron, converged)
     assert vt.splitlines()[0].startswith("| part | 600 sweeps (same folds) | converged protocol |")
     assert set(flips) <= set(R.PART_ORDER)
+    assert folds == R.common_folds(converged) and all(
+        f in {r["fold"] for r in converged if (r["model"], r["T"]) == mt} for f in folds for mt in present)
+    # a part is listed only when the converged records decide it; both columns use those folds
+    decided = R.verdict_parts(R.on_folds(converged, folds), "EPM", 128)
+    listed = [line.split(" | ")[0].removeprefix("| ") for line in vt.splitlines()[2:]]
+    assert listed == [p for p in R.PART_ORDER if decided[p][0] is not None]
+    for p in flips:
+        assert decided[p][0] != R.verdict_parts(R.on_folds(enron, folds), "EPM", 128)[p][0]
+    assert R.common_folds([]) == []
+    two = [dict(r, fold=f) for r in converged[:1] for f in (3, 4)]
+    assert R.common_folds(two) == [3, 4]
 
 
 def test_check_converged_names_the_problem(converged):
