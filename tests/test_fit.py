@@ -243,6 +243,33 @@ def test_m_step_guard_returns_the_entry(toy):
     assert f"({rows[0]}, {cols[0]})" in str(err)
 
 
+def test_m_step_flushes_subnormal_weights_without_changing_draws():
+    """Weights below the smallest normal double are stored as 0 (subnormal arithmetic is slow);
+    the m-step's draws are those of the same state with those atoms' lambda exactly 0."""
+    from epm_lib.models import common
+    rng = np.random.default_rng(3)
+    I, J, T = 6, 7, 9
+    X = (rng.random((I, J)) < 0.5).astype(np.int8)
+    rows, cols = (a.astype(np.int64) for a in np.nonzero(X))
+    R, C = rng.uniform(0.01, 0.99, (I, T)), rng.uniform(0.01, 0.99, (J, T))   # phi, psi < 1
+    lam = rng.gamma(1.0, 1.0, T)
+    lam[[1, 4, 5]] = common.TINY              # switched-off atoms at the floor: R * lam is subnormal
+    Rl = common._scaled_rows(R, lam)
+    assert np.all(Rl[:, [1, 4, 5]] == 0.0) and np.all(Rl[:, [0, 2, 3, 6, 7, 8]] > 0)
+    assert not np.any((Rl > 0) & (Rl < common.TINY))
+    lam0 = lam.copy()
+    lam0[[1, 4, 5]] = 0.0
+    outs = []
+    for lm in (lam, lam0):
+        m = [np.zeros((I, T), np.int64), np.zeros((J, T), np.int64), np.zeros(T, np.int64)]
+        M = common.sample_latent_counts(np.random.default_rng(5), rows, cols, R, C, lm, *m)
+        outs.append((M, *m))
+    assert outs[0][0] == outs[1][0] > 0
+    for a, b in zip(outs[0][1:], outs[1][1:]):
+        assert np.array_equal(a, b)
+    assert np.all(outs[0][3][[1, 4, 5]] == 0)
+
+
 import importlib
 fit_module = importlib.import_module("epm_lib.fit")
 

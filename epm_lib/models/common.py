@@ -55,6 +55,8 @@ _JK_BUFFER = 4096
 #: total exceeds ``MAX_CUSTOMERS_TOTAL`` + ``MAX_CUSTOMERS_PER_ONE_AVG`` x (ones), stops the m-step
 #: (``sample_latent_counts`` returns a negative code) instead of seating them one by one for hours.
 #: A rate of 10^6 means P(x = 1) = 1 - exp(-10^6): no data set needs a count anywhere near it.
+#: the smallest normal double; smaller weights are flushed to 0 in the m-step (``_scaled_rows``)
+TINY = float(np.finfo(np.float64).tiny)
 MAX_CUSTOMERS_PER_ONE = 1_000_000
 MAX_CUSTOMERS_TOTAL = 100_000_000
 MAX_CUSTOMERS_PER_ONE_AVG = 100
@@ -62,12 +64,20 @@ MAX_CUSTOMERS_PER_ONE_AVG = 100
 
 @njit(cache=True)
 def _scaled_rows(R, lam):
-    """R_ik lam_k for every row: the factor of each one's rates that depends on its row."""
+    """R_ik lam_k for every row: the factor of each one's rates that depends on its row.
+
+    A product below the smallest normal double (``TINY``) is stored as 0. Atoms that are switched
+    off carry such values (a lambda at the floor ``TINY`` times a factor below one), and subnormal
+    operands make every later product slow on x86 CPUs (the m-step of the DEPM-128 on
+    MovieLens100K from 4 atoms ran 3 times slower). The draws do not change: a weight below TINY
+    is absorbed in every sum it enters, and the inversion of the cdf selects it only for a
+    uniform of exactly 0 (probability 2^-53 per customer)."""
     I, T = R.shape
     Rl = np.empty((I, T))
     for i in range(I):
         for k in range(T):
-            Rl[i, k] = R[i, k] * lam[k]
+            v = R[i, k] * lam[k]
+            Rl[i, k] = v if v >= TINY else 0.0
     return Rl
 
 
