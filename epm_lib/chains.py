@@ -23,8 +23,9 @@ from .fit import concat, fit, FitResult, load_result
 __all__ = ["ChainSet", "fit_chains", "to_inference_data", "diagnostics", "TRACE_NAMES",
            "run_until_agree"]
 
-#: The quantities traced per iteration, besides the hyperparameters of the model.
-TRACE_NAMES = ("K", "tdll", "M")
+#: The quantities traced per iteration, besides the hyperparameters of the model ("log_joint":
+#: the IDEPM only, ``FitResult.log_joint``).
+TRACE_NAMES = ("K", "tdll", "M", "log_joint")
 
 
 def _arviz():
@@ -60,8 +61,9 @@ def to_inference_data(results):
     """Traces of several ``FitResult`` of the same model and length as ``arviz.InferenceData``.
 
     Variables (dimensions ``chain`` x ``draw``): ``K`` (active atoms), ``M`` (customers),
-    ``tdll`` (test-data log likelihood of each iteration's sample; only with a test set) and
-    every hyperparameter (``gamma0``, ``c0``, the alpha's or the a's and b's).
+    ``tdll`` (test-data log likelihood of each iteration's sample; only with a test set),
+    ``log_joint`` (the IDEPM's ln P(m, [z] | h) + ln p(h), ``FitResult.log_joint``; only when
+    every chain has it) and every hyperparameter (``gamma0``, ``c0``, the alpha's or the a's and b's).
     """
     if not results:
         raise ValueError("no chains given")
@@ -76,6 +78,8 @@ def to_inference_data(results):
             "M": np.stack([r.M for r in results]).astype(float)}
     if all(np.all(np.isfinite(r.tdll_trace)) for r in results):
         post["tdll"] = np.stack([r.tdll_trace for r in results])
+    if all(r.log_joint is not None for r in results):
+        post["log_joint"] = np.stack([r.log_joint for r in results])
     for name in results[0].hyper:
         post[name] = np.stack([r.hyper[name] for r in results])
     return _arviz().from_dict(posterior=post)

@@ -54,6 +54,8 @@ class FitResult:
                                           # accepted per iteration (zeros without split-merge moves)
     samples: list | None = None           # (R, C, lambda) of kept iterations (fit's keep_samples)
     tdauc_roc: float = float("nan")       # area under the ROC curve of test_prob (NaN: one class only)
+    log_joint: np.ndarray | None = None   # IDEPM: ln P(m, [z] | h) + ln p(h) after each iteration
+                                          # (``idepm.log_joint``); None for the truncated models
 
     def predict(self, rows, cols) -> np.ndarray:
         """Posterior mean probability of a link, 1 - exp(-sum_k R_ik C_jk lambda_k) averaged over
@@ -97,6 +99,8 @@ class FitResult:
                   "move_stats": self.move_stats if self.move_stats is not None else np.zeros((0, 4), np.int64)}
         if self.test_prob is not None:
             arrays["test_prob"] = self.test_prob
+        if self.log_joint is not None:
+            arrays["log_joint"] = self.log_joint
         arrays.update({f"hyper.{n}": v for n, v in self.hyper.items()})
         extra = {}
         for n, v in self.state.items():
@@ -396,7 +400,8 @@ def concat(*results):
                      tdauc_pr=last.tdauc_pr, tdauc_roc=last.tdauc_roc,
                      hyper={n: np.concatenate([r.hyper[n] for r in results]) for n in last.hyper},
                      M=cat("M"), state=last.state, settings=settings, move_stats=cat("move_stats"),
-                     samples=last.samples)
+                     samples=last.samples,
+                     log_joint=None if any(r.log_joint is None for r in results) else cat("log_joint"))
 
 
 def load_result(path) -> "FitResult":
@@ -418,7 +423,8 @@ def load_result(path) -> "FitResult":
                      tdll_trace=arrays["tdll_trace"], test_prob=tp, tdll=meta["tdll"],
                      tdauc_pr=meta["tdauc_pr"], tdauc_roc=meta.get("tdauc_roc", float("nan")),
                      hyper=hyper, M=arrays["M"], state=state,
-                     settings=meta["settings"], move_stats=arrays["move_stats"])
+                     settings=meta["settings"], move_stats=arrays["move_stats"],
+                     log_joint=arrays.get("log_joint"))
 
 
 def _to_compact(idx, ids, what):
@@ -651,6 +657,7 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     M = np.empty(n_iter, dtype=np.int64)
     seconds = np.empty(n_iter)
     tdll_trace = np.full(n_iter, np.nan)
+    log_joint = np.empty(n_iter) if model == "IDEPM" else None
     prob_sum = None
     samples, keep_its = [], None        # parameters kept for FitResult.predict
     if test is not None:
@@ -722,6 +729,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
                 st.update(phi=R, psi=C, lam=lam)
         elapsed += time.perf_counter() - t0
         seconds[it] = elapsed
+        if log_joint is not None:           # not timed, like the test evaluation
+            log_joint[it] = idepm.log_joint(st["offsets"], st["z"], *counts, K[it], I, J, st["h"], e0, f0)
         for n, v in zip(names, st["h"]):
             hyper[n][it] = v
         if it >= n_iter - n_avg and (model != "IDEPM" or test is not None or keep_samples
@@ -776,4 +785,4 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
                     n_masked=int(mrows.size), symmetric=symmetric)
     return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
                      tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings,
-                     move_stats=move_stats, samples=samples, tdauc_roc=roc)
+                     move_stats=move_stats, samples=samples, tdauc_roc=roc, log_joint=log_joint)

@@ -17,7 +17,8 @@ def test_fit_chains_traces_and_seeds():
     assert cs.seeds == [0, 1] and cs.starts == [1, 30]
     post = cs.idata.posterior
     assert dict(post.sizes)["chain"] == 2 and dict(post.sizes)["draw"] == 40
-    assert set(post.data_vars) == {"K", "M", "alpha1", "alpha2", "gamma0", "c0"}
+    assert set(post.data_vars) == {"K", "M", "log_joint", "alpha1", "alpha2", "gamma0", "c0"}
+    assert np.array_equal(post["log_joint"].values[0], cs.results[0].log_joint)
     # every chain is exactly the run of fit with its start and seed
     one = epm_lib.fit(X, "IDEPM", K_init=30, seed=1, n_iter=40, n_avg=5)
     assert np.array_equal(post["K"].values[1], one.K)
@@ -30,6 +31,7 @@ def test_parallel_chains_equal_serial():
     b = epm_lib.fit_chains(X, "DEPM", T=6, starts=(1, 6), n_iter=20, n_avg=5, n_jobs=2)
     for ra, rb in zip(a.results, b.results):
         assert np.array_equal(ra.K, rb.K) and np.array_equal(ra.hyper["c0"], rb.hyper["c0"])
+    assert "log_joint" not in a.idata.posterior.data_vars      # the truncated models trace none
 
 
 def test_diagnostics_match_arviz_and_detect_disagreement():

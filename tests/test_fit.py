@@ -394,6 +394,11 @@ def test_resumed_chain_equals_uninterrupted(model, T, extra, with_test, tmp_path
     assert b.settings["start_iter"] == 12 and c.settings["start_iter"] == 22
     j = fit_module.concat(a, b, c)
     assert np.array_equal(j.K, full.K) and np.array_equal(j.M, full.M)
+    if model == "IDEPM":
+        assert np.array_equal(j.log_joint, full.log_joint)
+        assert np.array_equal(fit_module.load_result(tmp_path / "a.npz").log_joint, a.log_joint)
+    else:
+        assert j.log_joint is None and full.log_joint is None
     for n in full.hyper:
         assert np.array_equal(j.hyper[n], full.hyper[n]), n
     for n in fit_module.CHAIN_STATE[model]:
@@ -588,3 +593,57 @@ def test_symmetric_input_checks():
         fit(A, "DEPM", T=2, n_iter=2, n_avg=1, symmetric=True, test=(tr, tc, np.zeros(3, int)))
     with pytest.raises(ValueError, match="symmetric must be True or False"):
         fit(A, "DEPM", T=2, n_iter=2, n_avg=1, symmetric="yes")
+
+
+# ----------------------------------------------------------------------------------------------
+# the IDEPM's log joint trace
+# ----------------------------------------------------------------------------------------------
+
+def _dense_counts(state, I, J):
+    rows, cols, off, z = state["rows"], state["cols"], state["offsets"], state["z"]
+    counts = np.zeros((I, J, int(z.max()) + 1))
+    for e in range(off.size - 1):
+        # the entries after the ones are missing entries (fit's mask), listed in state["missing"]
+        i, j = (rows[e], cols[e]) if e < rows.size else state["_missing"][e - rows.size]
+        for s in range(off[e], off[e + 1]):
+            counts[i, j, z[s]] += 1
+    return counts[:, :, counts.sum(axis=(0, 1)) > 0]
+
+
+@pytest.mark.parametrize("extra", [dict(), dict(split_merge=3), dict(m_step="paper"), dict(K_init=1)])
+def test_idepm_log_joint_is_theorem4_plus_hyperpriors(extra):
+    """FitResult.log_joint[-1] = ln P(m, [z] | h) (Theorem 4, theory.log_partition_likelihood with
+    T = inf) + the Gamma(e0, f0) log densities of the four hyperparameters, at the final state."""
+    from scipy.stats import gamma as gamma_dist
+    from epm_lib import theory
+    rng = np.random.default_rng(3)
+    I, J = 9, 7
+    X = (rng.random((I, J)) < 0.35).astype(np.int8)
+    for e0, f0 in ((0.01, 0.01), (2.0, 3.0)):
+        r = fit(X, "IDEPM", n_iter=25, n_avg=5, seed=4, e0=e0, f0=f0, **extra)
+        assert r.log_joint.shape == (25,) and np.all(np.isfinite(r.log_joint))
+        h = {n: r.hyper[n][-1] for n in r.hyper}
+        counts = _dense_counts(r.state, I, J)
+        assert counts.shape[2] == r.K[-1]
+        want = theory.log_partition_likelihood(counts, h["alpha1"], h["alpha2"], h["gamma0"], h["c0"], math.inf)
+        want += sum(gamma_dist.logpdf(h[n], e0, scale=1.0 / f0) for n in ("alpha1", "alpha2", "gamma0", "c0"))
+        assert r.log_joint[-1] == pytest.approx(want, rel=1e-12, abs=1e-9)
+
+
+def test_idepm_log_joint_with_missing_entries():
+    """With a mask, the missing entries' customers (zero allowed) enter P(m, [z]) like the ones'."""
+    from scipy.stats import gamma as gamma_dist
+    from epm_lib import theory
+    rng = np.random.default_rng(5)
+    I, J = 8, 6
+    X = (rng.random((I, J)) < 0.35).astype(np.int8)
+    zeros = np.argwhere(X == 0)[:5]
+    mask = np.zeros((I, J), bool)
+    mask[zeros[:, 0], zeros[:, 1]] = True
+    r = fit(X, "IDEPM", n_iter=20, n_avg=5, seed=2, mask=mask)
+    state = dict(r.state, _missing=[tuple(x) for x in np.argwhere(mask)])   # fit's order: row-major
+    h = {n: r.hyper[n][-1] for n in r.hyper}
+    counts = _dense_counts(state, I, J)
+    want = theory.log_partition_likelihood(counts, h["alpha1"], h["alpha2"], h["gamma0"], h["c0"], math.inf)
+    want += sum(gamma_dist.logpdf(h[n], 0.01, scale=100.0) for n in ("alpha1", "alpha2", "gamma0", "c0"))
+    assert r.log_joint[-1] == pytest.approx(want, rel=1e-12, abs=1e-9)

@@ -52,7 +52,7 @@ __all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES",
            "seat_counts", "atom_factor", "to_float_seating", "to_int_seating", "seat_weights", "blocked_total",
            "draw_seat",
            "sample_assignments", "birth_death_customers", "sample_active_parameters",
-           "resample_customers", "sample_gamma0_idepm", "sample_c0_idepm", "idepm_sweep"]
+           "resample_customers", "sample_gamma0_idepm", "sample_c0_idepm", "idepm_sweep", "log_joint"]
 
 
 
@@ -656,6 +656,49 @@ def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, e
     h[GAMMA0] = sample_gamma0_idepm(rng, n_active, h[C0], e0, f0)
     h[C0] = sample_c0_idepm(rng, n_k, active, n_active, h[GAMMA0], h[C0], e0, f0)
     return offsets, z, n_ik, n_jk, n_k, n_active
+
+
+@njit(cache=True)
+def log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, e0, f0):
+    """ln P(m, [z] | h) + ln p(h) at a seating: the log of the collapsed chain's target.
+
+    P(m, [z] | h) is Theorem 4 (Eq. 5, Appendix D; ``theory.log_partition_likelihood`` with
+    T = inf): the customers of an entry distinguishable, the K = K+ atoms unlabelled,
+
+        prod_ij 1/m_ij.!  x gamma0^K (c0/(c0+1))^gamma0  x prod_k G(n_k) (c0+1)^(-n_k)
+        x prod_k G(I a1)/G(I a1 + n_k) prod_i G(a1 + n_ik)/G(a1)   (the same with J, a2, n_jk),
+
+    and p(h) the Gamma(e0, f0) hyperprior of alpha1, alpha2, gamma0 and c0 (Sec. 5). ``n_ik``,
+    ``n_jk``, ``n_k`` are the counts of atoms 0..K-1 (``idepm_sweep`` returns them so); rows and
+    columns without customers contribute 0. Cost O(M + (I' + J') K), one lgamma per non-zero count.
+    """
+    a1, a2, g0, c0 = h[ALPHA1], h[ALPHA2], h[GAMMA0], h[C0]
+    out = 0.0
+    M = 0
+    for e in range(offsets.shape[0] - 1):
+        m = offsets[e + 1] - offsets[e]
+        M += m
+        out -= math.lgamma(m + 1.0)
+    lg_a1 = math.lgamma(a1)
+    lg_a2 = math.lgamma(a2)
+    lg_Ia1 = math.lgamma(I * a1)
+    lg_Ja2 = math.lgamma(J * a2)
+    for k in range(K):
+        n = float(n_k[k])
+        out += lg_Ia1 - math.lgamma(I * a1 + n) + lg_Ja2 - math.lgamma(J * a2 + n) + math.lgamma(n)
+    for i in range(n_ik.shape[0]):
+        for k in range(K):
+            if n_ik[i, k] > 0:
+                out += math.lgamma(a1 + n_ik[i, k]) - lg_a1
+    for j in range(n_jk.shape[0]):
+        for k in range(K):
+            if n_jk[j, k] > 0:
+                out += math.lgamma(a2 + n_jk[j, k]) - lg_a2
+    log1p_c0 = math.log1p(c0)
+    out += K * math.log(g0) + g0 * (math.log(c0) - log1p_c0) - M * log1p_c0
+    for v in (a1, a2, g0, c0):
+        out += e0 * math.log(f0) - math.lgamma(e0) + (e0 - 1.0) * math.log(v) - f0 * v
+    return out
 
 
 #: public name of the helper the IDEPM chapter uses
