@@ -26,7 +26,8 @@ __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCA
            "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
            "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
-           "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds"]
+           "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds",
+           "CONVERGED_MODELS"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -271,6 +272,11 @@ def load_protocols(results_dir, dataset):
 
 
 PROTOCOL_MODELS = (("EPM", 128), ("CEPM", 128), ("DEPM", 128), ("IDEPM", None))
+#: the (model, T) of the converged protocol's records, in table order: Fig. 2's T = 128 and the IDEPM,
+#: and the truncation levels that "H1 K grows" (EPM-32) and "H1 K converges" (CEPM-64, DEPM-64) compare
+#: T = 128 with
+CONVERGED_MODELS = (("EPM", 32), ("EPM", 128), ("CEPM", 64), ("CEPM", 128), ("DEPM", 64), ("DEPM", 128),
+                    ("IDEPM", None))
 
 
 def protocol_table(zeros, missing, brecs, models=PROTOCOL_MODELS, digits=(4, 3, 3)):
@@ -371,7 +377,7 @@ def on_folds(recs, folds):
     return [r for r in recs if r["fold"] in folds]
 
 
-def protocol_comparison(paper, conv, models=PROTOCOL_MODELS, digits=(1, 4, 3)):
+def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):
     """The paper's 600-sweep protocol beside the converged one, per (model, T) that has converged
     records, on the folds those records have: for K, TDLL and TDAUC-PR the fold means under both
     protocols and the paired difference converged − 600 sweeps (mean ± SE); the folds; how many
@@ -503,14 +509,14 @@ def verdict_table(data, datasets, epm="EPM", part_names=PART_ORDER, h3_T="best")
     return res, md_table(["part"] + list(datasets), rows)
 
 
-def common_folds(conv, models=PROTOCOL_MODELS):
+def common_folds(conv, models=CONVERGED_MODELS):
     """The folds on which every (model, T) of ``models`` that has converged records has one."""
     sets = [{r["fold"] for r in conv if r["model"] == m and r["T"] == T} for m, T in models]
     sets = [x for x in sets if x]
     return sorted(set.intersection(*sets)) if sets else []
 
 
-def verdict_changes(paper, conv, epm="EPM", h3_T=128, models=PROTOCOL_MODELS):
+def verdict_changes(paper, conv, epm="EPM", h3_T=128, models=CONVERGED_MODELS):
     """The H1-H3 parts that the converged records decide, under both protocols on the same folds
     (:func:`common_folds`: every model with converged records has one there), by the same
     criterion (``verdict_parts(..., h3_T=h3_T)``). Returns (markdown table of part, 600-sweep

@@ -214,3 +214,31 @@ def test_check_converged_names_the_problem(converged):
     bad["data"]["fingerprint"] = "other"
     with pytest.raises(ValueError, match="different data"):
         R.check_converged([converged[0], dict(bad, fold=99)])
+
+
+def test_verdict_changes_decides_the_T_parts_with_their_records(enron, converged):
+    """With converged records of the EPM-32 and the CEPM-64, DEPM-64 (here: copies of the T = 128 ones
+    with K changed), "H1 K grows" and "H1 K converges" are decided, on the folds every model has."""
+    base = [r for r in converged if r["T"] == 128 or r["model"] == "IDEPM"]
+    folds = R.common_folds(base)
+    assert len(folds) >= 2
+    extra = []
+    for r in base:
+        if r["model"] == "EPM" and r["fold"] in folds:
+            extra.append(dict(copy.deepcopy(r), T=32, K_mean=r["K_mean"] - 10.0 - r["fold"] % 2))
+        if r["model"] in ("CEPM", "DEPM") and r["fold"] in folds:
+            extra.append(dict(copy.deepcopy(r), T=64, K_mean=r["K_mean"] + 0.1 * (r["fold"] % 3 - 1)))
+    before = R.verdict_changes(enron, base)[0]
+    assert "H1 K grows" not in before and "H1 K converges" not in before
+    table, flips, used = R.verdict_changes(enron, base + extra)
+    assert used == folds
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in table.splitlines()[2:]}
+    assert "**supported**" in rows["H1 K grows"].split(" | ")[2]          # K(128) - K(32) = 10.5 atoms
+    assert "**supported**" in rows["H1 K converges"].split(" | ")[2]      # K(128) - K(64) about 0
+    # without the DEPM-64 on one fold, that fold leaves every part
+    fewer = [r for r in base + extra if not (r["model"] == "DEPM" and r["T"] == 64 and r["fold"] == folds[0])]
+    assert R.verdict_changes(enron, fewer)[2] == folds[1:]
+    # the comparison table lists the new (model, T) in CONVERGED_MODELS order
+    t, out = R.protocol_comparison(enron, base + extra)
+    names = [line.split(" | ")[0].removeprefix("| ") for line in t.splitlines()[2:]]
+    assert names == [m if T is None else f"{m}-{T}" for m, T in R.CONVERGED_MODELS]
