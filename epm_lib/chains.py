@@ -89,9 +89,11 @@ def diagnostics(idata, burn_in=0.5, var_names=None) -> dict:
     """Rank-normalised split-R-hat, bulk and tail ESS of each traced variable (ArviZ).
 
     ``burn_in``: the fraction (0 <= burn_in < 1) or number of the first draws of every chain
-    left out. Returns ``{name: {"rhat": ..., "ess_bulk": ..., "ess_tail": ...}}``. A variable
-    that is constant across all chains (e.g. K of chains that never left one atom) has no
-    defined R-hat; ArviZ returns NaN for it, which says "no evidence", not "converged".
+    left out. Returns ``{name: {"rhat": ..., "ess_bulk": ..., "ess_tail": ..., "constant": ...}}``.
+    A variable whose kept draws are one and the same value in every chain (e.g. K of a DEPM-2
+    that keeps both atoms) has no defined R-hat (a ratio of zero variances); ArviZ returns NaN
+    for it, and ``constant`` is True: the chains agree on it exactly. ``constant`` is False
+    whenever two kept draws differ, in one chain or between chains.
     """
     az = _arviz()
     post = idata.posterior
@@ -118,8 +120,19 @@ def diagnostics(idata, burn_in=0.5, var_names=None) -> dict:
         rhat = az.rhat(kept, method="rank")
         bulk = az.ess(kept, method="bulk")
         tail = az.ess(kept, method="tail")
-    return {v: {"rhat": float(rhat[v]), "ess_bulk": float(bulk[v]), "ess_tail": float(tail[v])}
-            for v in names}
+    out = {}
+    for v in names:
+        a = np.asarray(kept[v].values)
+        out[v] = {"rhat": float(rhat[v]), "ess_bulk": float(bulk[v]), "ess_tail": float(tail[v]),
+                  "constant": bool(a.size > 0 and np.all(a == a.flat[0]))}
+    return out
+
+
+def agree(d, rhat=1.01) -> bool:
+    """Whether one variable's :func:`diagnostics` entry says the chains agree: split-R-hat at most
+    ``rhat``, or (R-hat undefined) the same constant value in every chain."""
+    r = d["rhat"]
+    return bool(d.get("constant", False)) if r is None or not np.isfinite(r) else r <= rhat
 
 
 def _one_chain(X, model, K_init, seed, kwargs):
@@ -192,7 +205,8 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
     ``segment`` sweeps at a time (``fit(..., resume=...)``: a chain run in segments is the
     uninterrupted chain, bit for bit). After each segment the rank-normalised split-R-hat of
     ``var_names`` is computed on the chains after ``burn_in`` (:func:`diagnostics`); the run stops
-    when every one is at most ``rhat`` (``"converged"``), or when the chains have run
+    when every one is at most ``rhat`` or, undefined, belongs to a variable that is one constant
+    value in every chain (:func:`agree`; ``"converged"``), or when the chains have run
     ``max_sweeps`` sweeps (``"max_sweeps"``) or a chain has spent ``cap_seconds`` in its sweeps
     (``"cap_seconds"``); at least one of the two caps must be given. ``"tdll"`` needs ``test=``.
 
@@ -253,7 +267,7 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
             d = diagnostics(to_inference_data(runs), burn_in=burn_in, var_names=list(var_names))
             sweeps = int(runs[0].K.shape[0])
             seconds = float(max(r.seconds[-1] for r in runs))
-            stopped = ("converged" if all(d[v]["rhat"] <= rhat for v in var_names) else
+            stopped = ("converged" if all(agree(d[v], rhat) for v in var_names) else
                        "max_sweeps" if max_sweeps is not None and sweeps >= max_sweeps else
                        "cap_seconds" if cap_seconds is not None and seconds >= cap_seconds else None)
             if stopped:

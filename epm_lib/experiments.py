@@ -583,6 +583,15 @@ def _rounded(a, digits=TRACE_DIGITS):
             for v in np.asarray(a, dtype=float).tolist()]
 
 
+def rhat_text(d):
+    """A diagnostics entry's R-hat for print: three decimals, 'constant' when every chain holds one
+    value (R-hat undefined, the chains agree), 'undefined' otherwise."""
+    r = d["rhat"]
+    if r is not None and math.isfinite(r):
+        return f"{r:.3f}"
+    return "constant" if d.get("constant") else "undefined"
+
+
 def _number(v):
     v = float(v)
     return v if math.isfinite(v) else None
@@ -1573,7 +1582,8 @@ def run_converged(run: ConvergedRun, results_dir="results", checkpoint_dir=None)
         "model": run.model, "T": run.T, "fold": run.fold, "protocol": "converged",
         "stopped": summ["stopped"], "converged": bool(summ["converged"]),
         "sweeps": int(summ["sweeps"]), "seconds_per_chain": round(float(summ["seconds"]), 3),
-        "diagnostics": {v: {k: _number(x) for k, x in summ[v].items()} for v in ("K", "tdll")},
+        "diagnostics": {v: {k: (x if isinstance(x, bool) else _number(x)) for k, x in summ[v].items()}
+                        for v in ("K", "tdll")},
         "K_mean": float(np.mean([r.K[half:].mean() for r in cs.results])),
         "K_mean_per_chain": [float(r.K[half:].mean()) for r in cs.results],
         "tdll": _number(bernoulli_tdll(labels, prob)), "tdauc_pr": _number(tdauc_pr(labels, prob)),
@@ -1778,8 +1788,8 @@ def _main_converged(args, runs) -> int:
             return 1
         d = rec["diagnostics"]
         print(f"{c.data.folder}/{c.run_id}: {rec['stopped']} after {rec['sweeps']} sweeps "
-              f"({rec['seconds_per_chain']:.0f} s a chain); R-hat K {d['K']['rhat']:.3f}, TDLL "
-              f"{d['tdll']['rhat']:.3f}; K {rec['K_mean']:.1f}, TDLL {rec['tdll']:.5f}", flush=True)
+              f"({rec['seconds_per_chain']:.0f} s a chain); R-hat K {rhat_text(d['K'])}, TDLL "
+              f"{rhat_text(d['tdll'])}; K {rec['K_mean']:.1f}, TDLL {rec['tdll']:.5f}", flush=True)
     return 0
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .experiments import PAPER_T, load_baselines, load_results
+from .chains import agree
 from .fit import DEFAULT_K_INIT
 
 __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
@@ -27,7 +28,7 @@ __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCA
            "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
            "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds",
-           "CONVERGED_MODELS"]
+           "CONVERGED_MODELS", "h3_level", "protocols_figure", "rhat_max"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -272,11 +273,11 @@ def load_protocols(results_dir, dataset):
 
 
 PROTOCOL_MODELS = (("EPM", 128), ("CEPM", 128), ("DEPM", 128), ("IDEPM", None))
-#: the (model, T) of the converged protocol's records, in table order: Fig. 2's T = 128 and the IDEPM,
-#: and the truncation levels that "H1 K grows" (EPM-32) and "H1 K converges" (CEPM-64, DEPM-64) compare
-#: T = 128 with
-CONVERGED_MODELS = (("EPM", 32), ("EPM", 128), ("CEPM", 64), ("CEPM", 128), ("DEPM", 64), ("DEPM", 128),
-                    ("IDEPM", None))
+#: the (model, T) the converged protocol can have records of, in table order: the EPM (exact
+#: a-update), CEPM and DEPM at every T of Fig. 2, then the IDEPM. The printed EPM update (EPMpaper)
+#: is left out: its chain targets another distribution (errata E3, E4), so "converged" means nothing
+#: about the EPM's posterior.
+CONVERGED_MODELS = tuple((m, T) for m in ("EPM", "CEPM", "DEPM") for T in PAPER_T) + (("IDEPM", None),)
 
 
 def protocol_table(zeros, missing, brecs, models=PROTOCOL_MODELS, digits=(4, 3, 3)):
@@ -348,10 +349,12 @@ def check_converged(recs):
         _require(r["tdll"] is not None and np.isfinite(r["tdll"]) and r["tdll"] < 0, f"{rid}: TDLL")
         _require(0 <= r["K_mean"] <= (r["T"] or np.inf), f"{rid}: K out of range")
         d = r["diagnostics"]
-        _require(all(np.isfinite(d[v]["rhat"]) and d[v]["ess_bulk"] > 0 for v in ("K", "tdll")),
-                 f"{rid}: R-hat or ESS missing")
+        _require(all((d[v]["rhat"] is not None or d[v].get("constant")) and d[v]["ess_bulk"] > 0
+                     for v in ("K", "tdll")), f"{rid}: R-hat or ESS missing")
+        _require(not d["K"].get("constant") or len(set(r["K_mean_per_chain"])) == 1,
+                 f"{rid}: K constant in every chain, but the chains' mean K differ")
         target = r["settings"]["rhat"]
-        _require(r["converged"] == (max(d["K"]["rhat"], d["tdll"]["rhat"]) <= target),
+        _require(r["converged"] == all(agree(d[v], target) for v in ("K", "tdll")),
                  f"{rid}: 'converged' disagrees with its R-hat")
     return len(recs)
 
@@ -377,6 +380,13 @@ def on_folds(recs, folds):
     return [r for r in recs if r["fold"] in folds]
 
 
+def rhat_max(rec):
+    """The larger split-R-hat of K and TDLL of a converged record, leaving out an undefined one
+    (K one constant value in every chain, e.g. at T = 2); NaN if neither is defined."""
+    r = [d["rhat"] for d in (rec["diagnostics"]["K"], rec["diagnostics"]["tdll"]) if d["rhat"] is not None]
+    return max(r) if r else float("nan")
+
+
 def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):
     """The paper's 600-sweep protocol beside the converged one, per (model, T) that has converged
     records, on the folds those records have: for K, TDLL and TDAUC-PR the fold means under both
@@ -394,8 +404,7 @@ def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):
         folds = sorted(r["fold"] for r in cv)
         pp = on_folds(paper, folds)
         entry = {"folds": folds, "converged": sum(r["converged"] for r in cv),
-                 "rhat_max": max(max(r["diagnostics"]["K"]["rhat"], r["diagnostics"]["tdll"]["rhat"])
-                                 for r in cv)}
+                 "rhat_max": max((x for x in map(rhat_max, cv) if np.isfinite(x)), default=np.nan)}
         cells = []
         for metric, dg in zip(METRICS, digits):
             a, b = values(pp, m, T, metric), values(cv, m, T, metric)
@@ -404,11 +413,30 @@ def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):
             cells += [fmt(entry[metric][0], np.nan, dg), fmt(entry[metric][1], np.nan, dg), fmt(*diff[:2], dg)]
         out[(m, T)] = entry
         rows.append([m if T is None else f"{m}-{T}", len(folds), f"{entry['converged']} of {len(folds)}",
-                     f"{entry['rhat_max']:.3f}"] + cells)
+                     fmt(entry["rhat_max"], np.nan, 3)] + cells)
     head = ["model", "folds", "R-hat ≤ target", "largest R-hat"]
     for name in METRICS.values():
         head += [f"{name} 600", f"{name} conv.", f"{name} conv. − 600"]
     return md_table(head, rows), out
+
+
+def protocols_figure(paper, conv, models=("EPM", "CEPM", "DEPM"), metrics=tuple(METRICS)):
+    """Fig. 2 under both protocols, on the folds of the converged records: one row per metric
+    (K, TDLL, TDAUC-PR), the 600-sweep records of those folds on the left and the converged
+    records on the right, with a common y-axis per row (:func:`plot_metric`; the IDEPM as a band).
+    Returns the figure."""
+    import matplotlib.pyplot as plt
+    folds = sorted({r["fold"] for r in conv})
+    fig, axes = plt.subplots(len(metrics), 2, figsize=(9.0, 2.7 * len(metrics)), sharey="row",
+                             squeeze=False)
+    for row, metric in zip(axes, metrics):
+        for ax, (name, recs) in zip(row, (("600 sweeps", on_folds(paper, folds)), ("converged", conv))):
+            plot_metric(ax, recs, metric, models)
+            ax.set_title(f"{name}, {len(folds)} folds", fontsize=9)
+        row[0].set_ylabel(METRICS[metric])
+    axes[0, 0].legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------
@@ -516,12 +544,23 @@ def common_folds(conv, models=CONVERGED_MODELS):
     return sorted(set.intersection(*sets)) if sets else []
 
 
-def verdict_changes(paper, conv, epm="EPM", h3_T=128, models=CONVERGED_MODELS):
+def h3_level(conv, folds):
+    """The ``h3_T`` of :func:`verdict_parts` that converged records support on the given folds:
+    ``"best"`` when every DEPM-T of Fig. 2 has a record on each of them (at least two folds),
+    otherwise 128 (the IDEPM then meets the DEPM-128, and "H2 DEPM-128 best" stays undecided)."""
+    full = len(folds) > 1 and all(set(folds) <= set(values(conv, "DEPM", T, "tdll")) for T in PAPER_T)
+    return "best" if full else 128
+
+
+def verdict_changes(paper, conv, epm="EPM", h3_T="auto", models=CONVERGED_MODELS):
     """The H1-H3 parts that the converged records decide, under both protocols on the same folds
     (:func:`common_folds`: every model with converged records has one there), by the same
-    criterion (``verdict_parts(..., h3_T=h3_T)``). Returns (markdown table of part, 600-sweep
+    criterion (``verdict_parts(..., h3_T=h3_T)``; ``"auto"``: :func:`h3_level`, i.e. the best
+    DEPM-T once the converged records hold every T). Returns (markdown table of part, 600-sweep
     verdict, converged verdict, '**changes**' or ''; the parts that change; the folds used)."""
     folds = common_folds(conv, models)
+    if h3_T == "auto":
+        h3_T = h3_level(on_folds(conv, folds), folds)
     a = verdict_parts(on_folds(paper, folds), epm, h3_T)
     b = verdict_parts(on_folds(conv, folds), epm, h3_T)
     rows, flips = [], []

@@ -109,6 +109,24 @@ def test_run_until_agree_stops_and_equals_one_long_chain():
     assert np.allclose(r.tdll_trace, one.tdll_trace, rtol=0, atol=1e-12)
 
 
+def test_constant_variable_agrees_exactly():
+    """A variable that is one value in every chain has no R-hat (NaN) but agrees exactly; one that
+    is constant within each chain at different values does not."""
+    az = chains._arviz()
+    same = np.full((4, 60), 2.0)
+    apart = np.repeat([[2.0], [2.0], [3.0], [3.0]], 60, axis=1)
+    d = chains.diagnostics(az.from_dict(posterior={"same": same, "apart": apart}), burn_in=0.5)
+    assert np.isnan(d["same"]["rhat"]) and d["same"]["constant"] and chains.agree(d["same"])
+    assert not d["apart"]["constant"] and not chains.agree(d["apart"], rhat=1.01)
+    assert chains.agree({"rhat": 1.005, "constant": False}) and not chains.agree({"rhat": 1.02})
+    assert not chains.agree({"rhat": None})                     # undefined and not constant
+    # a DEPM with one atom: K = 1 in every chain, so the chains agree on K after the first segment
+    X = small(2)
+    cs, s = chains.run_until_agree(X, "DEPM", T=1, starts=(1, 1), segment=10, max_sweeps=50,
+                                   var_names=("K",))
+    assert s["stopped"] == "converged" and s["sweeps"] == 10 and s["K"]["constant"]
+
+
 def test_run_until_agree_checkpoint_resumes_bit_identically(tmp_path):
     X = small(3)
     kw = dict(T=6, starts=(1, 6), segment=8, rhat=0.5, var_names=("K", "gamma0"))

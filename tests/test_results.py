@@ -206,6 +206,18 @@ def test_check_converged_names_the_problem(converged):
     bad["converged"] = not bad["converged"]
     with pytest.raises(ValueError, match="disagrees with its R-hat"):
         R.check_converged([bad])
+    # R-hat undefined: accepted only for a K that is one value in every chain
+    bad = copy.deepcopy(next(r for r in converged if not r["diagnostics"]["K"].get("constant")))
+    bad["diagnostics"]["K"]["rhat"] = None
+    with pytest.raises(ValueError, match="R-hat or ESS missing"):
+        R.check_converged([bad])
+    bad["diagnostics"]["K"]["constant"] = True
+    bad["K_mean_per_chain"] = [2.0, 2.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="K constant in every chain"):
+        R.check_converged([bad])
+    bad["K_mean_per_chain"] = [2.0] * 4
+    bad["converged"] = R.agree(bad["diagnostics"]["tdll"], bad["settings"]["rhat"])
+    assert R.check_converged([bad]) == 1
     bad = copy.deepcopy(converged[0])
     bad["tdll"] = 0.5
     with pytest.raises(ValueError, match="TDLL"):
@@ -241,4 +253,45 @@ def test_verdict_changes_decides_the_T_parts_with_their_records(enron, converged
     # the comparison table lists the new (model, T) in CONVERGED_MODELS order
     t, out = R.protocol_comparison(enron, base + extra)
     names = [line.split(" | ")[0].removeprefix("| ") for line in t.splitlines()[2:]]
-    assert names == [m if T is None else f"{m}-{T}" for m, T in R.CONVERGED_MODELS]
+    present = {(r["model"], r["T"]) for r in base + extra}
+    assert names == [m if T is None else f"{m}-{T}" for m, T in R.CONVERGED_MODELS if (m, T) in present]
+
+
+def test_h3_level_and_verdicts_against_the_best_depm(enron, converged):
+    """Once the converged records hold every DEPM-T, the IDEPM meets the best DEPM and "H2 DEPM-128
+    best" is decided (here the other T are copies of the DEPM-128 with their TDLL shifted)."""
+    base = [r for r in converged if r["T"] == 128 or r["model"] == "IDEPM"]
+    folds = R.common_folds(base)
+    assert R.h3_level(base, folds) == 128
+    table = R.verdict_changes(enron, base)[0]
+    assert "H2 DEPM-128 best" not in table
+    shift = {T: 0.001 * (T == 16) - 0.002 * (T < 16) for T in R.PAPER_T if T != 128}
+    extra = [dict(copy.deepcopy(r), T=T, tdll=r["tdll"] + dt + 1e-5 * (r["fold"] % 3))
+             for r in base if r["model"] == "DEPM" and r["fold"] in folds for T, dt in shift.items()]
+    assert R.h3_level(base + extra, folds) == "best"
+    assert R.h3_level(base + extra, folds[:1]) == 128            # one fold decides nothing
+    missing_fold = [r for r in extra if not (r["T"] == 2 and r["fold"] == folds[0])]
+    assert R.h3_level(base + missing_fold, folds) == 128
+    table, flips, used = R.verdict_changes(enron, base + extra)
+    assert used == folds
+    rows = {line.split(" | ")[0].removeprefix("| "): line.split(" | ") for line in table.splitlines()[2:]}
+    # the DEPM-16 is 0.001 nats ahead of the DEPM-128 on every fold: not the best, clearly
+    assert "**not supported**" in rows["H2 DEPM-128 best"][2] and "DEPM-128−DEPM-16" in rows["H2 DEPM-128 best"][2]
+    assert "IDEPM−DEPM-16" in rows["H3 TDLL"][2]
+    assert R.verdict_changes(enron, base + extra, h3_T=128)[0] == R.verdict_changes(enron, base)[0]
+
+
+def test_protocols_figure(enron, converged):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig = R.protocols_figure(enron, converged)
+    axes = fig.axes
+    assert len(axes) == 6
+    folds = sorted({r["fold"] for r in converged})
+    assert [ax.get_title() for ax in axes[:2]] == [f"600 sweeps, {len(folds)} folds", f"converged, {len(folds)} folds"]
+    assert [axes[i].get_ylabel() for i in (0, 2, 4)] == ["K", "TDLL", "TDAUC-PR"]
+    # the IDEPM band sits at the fold mean of each protocol's records
+    idepm = [line for line in axes[1].get_lines() if line.get_label() == "IDEPM"]
+    assert idepm and idepm[0].get_ydata()[0] == pytest.approx(R.mean_se(R.values(converged, "IDEPM", None, "K_mean"))[0])
+    plt.close(fig)
