@@ -189,11 +189,12 @@ def test_converged_records_and_protocol_comparison(enron, converged):
     assert folds == R.common_folds(converged) and all(
         f in {r["fold"] for r in converged if (r["model"], r["T"]) == mt} for f in folds for mt in present)
     # a part is listed only when the converged records decide it; both columns use those folds
-    decided = R.verdict_parts(R.on_folds(converged, folds), "EPM", 128)
+    h3 = R.h3_level(R.on_folds(converged, folds), folds)
+    decided = R.verdict_parts(R.on_folds(converged, folds), "EPM", h3)
     listed = [line.split(" | ")[0].removeprefix("| ") for line in vt.splitlines()[2:]]
     assert listed == [p for p in R.PART_ORDER if decided[p][0] is not None]
     for p in flips:
-        assert decided[p][0] != R.verdict_parts(R.on_folds(enron, folds), "EPM", 128)[p][0]
+        assert decided[p][0] != R.verdict_parts(R.on_folds(enron, folds), "EPM", h3)[p][0]
     assert R.common_folds([]) == []
     two = [dict(r, fold=f) for r in converged[:1] for f in (3, 4)]
     assert R.common_folds(two) == [3, 4]
