@@ -892,8 +892,29 @@ def test_converged_run_record_resume_and_separation(tmp_path):
     assert rec2["tdll"] == fresh["tdll"]
 
 
+def test_converged_run_of_a_printed_update_runs_that_sampler(tmp_path):
+    """EPMpaper under the converged protocol runs the chains of fit(..., a_update="paper"), not
+    those of the exact EPM."""
+    from epm_lib import chains
+    run = ex.ConvergedRun("toy90", "EPMpaper", T=6, starts=(1, 6), segment=10, max_sweeps=20,
+                          cap_seconds=None, rhat=1.0001)
+    assert run.run_id == "EPMpaper-T6-fold0-seed0-converged"
+    rec = ex.run_converged(run, tmp_path)
+    assert rec["model"] == "EPMpaper" and rec["sweeps"] == 20
+    ds = run.data.load()
+    X, test = ex.split(ds.X, ex.cv_fold(ds.shape, 0, run.n_folds, run.cv_seed))
+    kw = dict(T=6, test=test, n_avg=10, segment=10, max_sweeps=20, rhat=1.0001, var_names=("K", "tdll"),
+              seeds=[0, 1])
+    paper, _ = chains.run_until_agree(X, "EPM", starts=(1, 6), a_update="paper", **kw)
+    exact, _ = chains.run_until_agree(X, "EPM", starts=(1, 6), **kw)
+    for c, r in enumerate(paper.results):
+        assert rec["traces"]["K"][c] == [int(r.K[i - 1]) for i in rec["traces"]["sweep"]]
+    assert rec["K_mean"] == pytest.approx(np.mean([r.K[10:].mean() for r in paper.results]))
+    assert any(not np.array_equal(a.hyper[n], b.hyper[n]) for a, b in zip(paper.results, exact.results)
+               for n in a.hyper)
+
+
 @pytest.mark.parametrize("kwargs, msg", [
-    (dict(model="EPMpaper", T=4), "exact samplers"),
     (dict(model="DEPM", T=4, starts=(1, 8)), "starts must be"),
     (dict(model="EPM", T=4, split_merge=5), "split_merge is for the IDEPM and the DEPM"),
     (dict(model="IDEPM", max_sweeps=None, cap_seconds=None), "give max_sweeps or cap_seconds"),
