@@ -264,6 +264,15 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
 
     while True:
         if runs[0] is not None:
+            if "tdll" in var_names:
+                for c, r in enumerate(runs):
+                    bad = np.flatnonzero(~np.isfinite(r.tdll_trace))
+                    if bad.size:
+                        raise ValueError(
+                            f"chain {c} (from {starts[c]} atoms, seed {seeds[c]}) has a non-finite test log "
+                            f"likelihood at sweep {bad[0] + 1} ({r.tdll_trace[bad[0]]}: a held-out entry given "
+                            f"probability 0 or 1, e.g. by a collapsed state with K = {int(r.K[bad[0]])}); the "
+                            f"split-R-hat of the TDLL is undefined, so the chains cannot be judged on it")
             d = diagnostics(to_inference_data(runs), burn_in=burn_in, var_names=list(var_names))
             sweeps = int(runs[0].K.shape[0])
             seconds = float(max(r.seconds[-1] for r in runs))

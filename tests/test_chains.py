@@ -127,6 +127,23 @@ def test_constant_variable_agrees_exactly():
     assert s["stopped"] == "converged" and s["sweeps"] == 10 and s["K"]["constant"]
 
 
+def test_run_until_agree_names_a_non_finite_tdll(monkeypatch):
+    """A sample that gives a held-out entry probability 0 or 1 has TDLL -inf; R-hat is then
+    undefined, and the run stops with an error naming the chain and the sweep."""
+    real_fit = chains.fit
+
+    def broken(*args, **kwargs):
+        r = real_fit(*args, **kwargs)
+        if kwargs.get("seed") == 1:
+            r.tdll_trace[3] = -np.inf
+        return r
+    monkeypatch.setattr(chains, "fit", broken)
+    X = small(2)
+    with pytest.raises(ValueError, match=r"chain 1 \(from 20 atoms, seed 1\) has a non-finite test log likelihood "
+                                         r"at sweep 4"):
+        chains.run_until_agree(X, "IDEPM", starts=(1, 20), segment=10, max_sweeps=30, test=_test_set(X))
+
+
 def test_run_until_agree_checkpoint_resumes_bit_identically(tmp_path):
     X = small(3)
     kw = dict(T=6, starts=(1, 6), segment=8, rhat=0.5, var_names=("K", "gamma0"))
