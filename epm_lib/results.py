@@ -275,8 +275,8 @@ def load_protocols(results_dir, dataset):
 PROTOCOL_MODELS = (("EPM", 128), ("CEPM", 128), ("DEPM", 128), ("IDEPM", None))
 #: the (model, T) the converged protocol can have records of, in table order: the EPM (exact
 #: a-update), CEPM and DEPM at every T of Fig. 2, then the IDEPM. The printed EPM update (EPMpaper)
-#: is left out: its chain targets another distribution (errata E3, E4), so "converged" means nothing
-#: about the EPM's posterior.
+#: is left out: its chain targets another distribution (errata E3, E4), so its converged records
+#: (chapter 23 reads them on their own) say nothing about the EPM's posterior.
 CONVERGED_MODELS = tuple((m, T) for m in ("EPM", "CEPM", "DEPM") for T in PAPER_T) + (("IDEPM", None),)
 
 
