@@ -28,7 +28,7 @@ __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCA
            "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
            "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds",
-           "CONVERGED_MODELS", "h3_level", "protocols_figure", "rhat_max"]
+           "CONVERGED_MODELS", "h3_level", "protocols_figure", "rhat_max", "start_means"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -380,6 +380,16 @@ def on_folds(recs, folds):
     return [r for r in recs if r["fold"] in folds]
 
 
+def start_means(rec):
+    """(mean K of the chains that started from the fewest atoms, mean K of those from the most) of a
+    converged record, from each chain's mean K over its second half (``K_mean_per_chain``) grouped
+    by the chain's start (``settings.starts``): how far the starts still are apart."""
+    starts, k = rec["settings"]["starts"], rec["K_mean_per_chain"]
+    few = [x for s, x in zip(starts, k) if s == min(starts)]
+    many = [x for s, x in zip(starts, k) if s == max(starts)]
+    return float(np.mean(few)), float(np.mean(many))
+
+
 def rhat_max(rec):
     """The larger split-R-hat of K and TDLL of a converged record, leaving out an undefined one
     (K one constant value in every chain, e.g. at T = 2); NaN if neither is defined."""
@@ -557,7 +567,8 @@ def verdict_changes(paper, conv, epm="EPM", h3_T="auto", models=CONVERGED_MODELS
     (:func:`common_folds`: every model with converged records has one there), by the same
     criterion (``verdict_parts(..., h3_T=h3_T)``; ``"auto"``: :func:`h3_level`, i.e. the best
     DEPM-T once the converged records hold every T). Returns (markdown table of part, 600-sweep
-    verdict, converged verdict, '**changes**' or ''; the parts that change; the folds used)."""
+    verdict, converged verdict, '**changes**' or ''; the parts that change; the folds used; and the
+    two ``verdict_parts`` results, (600 sweeps, converged), on those folds)."""
     folds = common_folds(conv, models)
     if h3_T == "auto":
         h3_T = h3_level(on_folds(conv, folds), folds)
@@ -571,4 +582,4 @@ def verdict_changes(paper, conv, epm="EPM", h3_T="auto", models=CONVERGED_MODELS
         if changed:
             flips.append(p)
         rows.append([p, verdict_label(a[p]), verdict_label(b[p]), "**changes**" if changed else ""])
-    return md_table(["part", "600 sweeps (same folds)", "converged protocol", ""], rows), flips, folds
+    return md_table(["part", "600 sweeps (same folds)", "converged protocol", ""], rows), flips, folds, (a, b)

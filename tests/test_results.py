@@ -183,7 +183,7 @@ def test_converged_records_and_protocol_comparison(enron, converged):
         assert e["K_mean"][2][0] == pytest.approx(e["K_mean"][1] - e["K_mean"][0])
         assert e["converged"] == sum(r["converged"] for r in cv)
     # the verdicts on the same folds under both protocols
-    vt, flips, folds = R.verdict_changes(enron, converged)
+    vt, flips, folds, (before, after) = R.verdict_changes(enron, converged)
     assert vt.splitlines()[0].startswith("| part | 600 sweeps (same folds) | converged protocol |")
     assert set(flips) <= set(R.PART_ORDER)
     assert folds == R.common_folds(converged) and all(
@@ -191,6 +191,11 @@ def test_converged_records_and_protocol_comparison(enron, converged):
     # a part is listed only when the converged records decide it; both columns use those folds
     h3 = R.h3_level(R.on_folds(converged, folds), folds)
     decided = R.verdict_parts(R.on_folds(converged, folds), "EPM", h3)
+    assert after == decided and before == R.verdict_parts(R.on_folds(enron, folds), "EPM", h3)
+    # the start groups of a record: chains from the fewest and from the most atoms
+    r = dict(converged[0], settings=dict(converged[0]["settings"], starts=[1, 50, 1, 50]),
+             K_mean_per_chain=[2.0, 10.0, 4.0, 12.0])
+    assert R.start_means(r) == (3.0, 11.0)
     listed = [line.split(" | ")[0].removeprefix("| ") for line in vt.splitlines()[2:]]
     assert listed == [p for p in R.PART_ORDER if decided[p][0] is not None]
     for p in flips:
@@ -243,7 +248,7 @@ def test_verdict_changes_decides_the_T_parts_with_their_records(enron, converged
             extra.append(dict(copy.deepcopy(r), T=64, K_mean=r["K_mean"] + 0.1 * (r["fold"] % 3 - 1)))
     before = R.verdict_changes(enron, base)[0]
     assert "H1 K grows" not in before and "H1 K converges" not in before
-    table, flips, used = R.verdict_changes(enron, base + extra)
+    table, flips, used, _ = R.verdict_changes(enron, base + extra)
     assert used == folds
     rows = {line.split(" | ")[0].removeprefix("| "): line for line in table.splitlines()[2:]}
     assert "**supported**" in rows["H1 K grows"].split(" | ")[2]          # K(128) - K(32) = 10.5 atoms
@@ -273,7 +278,7 @@ def test_h3_level_and_verdicts_against_the_best_depm(enron, converged):
     assert R.h3_level(base + extra, folds[:1]) == 128            # one fold decides nothing
     missing_fold = [r for r in extra if not (r["T"] == 2 and r["fold"] == folds[0])]
     assert R.h3_level(base + missing_fold, folds) == 128
-    table, flips, used = R.verdict_changes(enron, base + extra)
+    table, flips, used, _ = R.verdict_changes(enron, base + extra)
     assert used == folds
     rows = {line.split(" | ")[0].removeprefix("| "): line.split(" | ") for line in table.splitlines()[2:]}
     # the DEPM-16 is 0.001 nats ahead of the DEPM-128 on every fold: not the best, clearly
