@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .distributions import cepm_grid
+from .interrupt import deferred_sigint
 from .metrics import bernoulli_tdll, tdauc_pr, auc_roc
 from .models import common, gamma_epm, depm, idepm, moves
 
@@ -687,71 +688,75 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     if progress:
         from tqdm.auto import tqdm
         iterator = tqdm(iterator, desc=f"{model}" + (f"-{T}" if T else ""), unit="it")
-    for it in iterator:
-        t0 = time.perf_counter()
-        if model in ("EPM", "CEPM"):
-            M[it] = gamma_epm.epm_sweep(rng, e_rows, e_cols, st["U"], st["V"], st["lam"], st["h"],
-                                        m_ik, m_jk, m_k, e0, f0, model == "CEPM", float(I), float(J),
-                                        paper, grid, nnz)
-            if M[it] < 0:
-                raise common.m_step_error(M[it], e_rows, e_cols, model)
-            K[it] = int(np.count_nonzero(m_k))
-            R, C, lam = st["U"], st["V"], st["lam"]
-        elif model == "DEPM":
-            sm_stats = np.zeros(5, dtype=np.int64)
-            M[it] = depm.depm_sweep(rng, e_rows, e_cols, st["phi"], st["psi"], st["lam"], st["h"],
-                                    m_ik, m_jk, m_k, e0, f0, split_merge, sm_stats, nnz)
-            move_stats[it] = sm_stats[:4]
-            if M[it] < 0:
-                raise common.m_step_error(M[it], e_rows, e_cols, model)
-            K[it] = int(np.count_nonzero(m_k))
-            R, C, lam = st["phi"], st["psi"], st["lam"]
-        else:
-            offsets, z, *counts, Kp = idepm.idepm_sweep(rng, k_rows, k_cols, st["offsets"], st["z"], *counts,
-                                                        I, J, st["h"], e0, f0, m_step == "exact", 1, nnz)
-            if split_merge:                  # Metropolis-Hastings split-merge moves (models.moves)
-                z, *counts, Kp, stats = moves.split_merge_idepm(
-                    rng, k_rows, k_cols, offsets, z, *counts, I, J,
-                    *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.GAMMA0]], split_merge)
-                move_stats[it] = stats[:4]
-            st.update(offsets=offsets, z=z)
-            K[it] = Kp
-            M[it] = z.shape[0]
-            if test is not None or it == n_iter - 1 or (keep_samples and it >= n_iter - n_avg):
-                # the collapsed chain has no phi, psi, lambda: draw the active atoms' from their
-                # conditional given the seating, for predictions. Timed with the sweep, since every
-                # prediction needs it (the truncated models draw theirs inside the sweep).
-                if test is None and it == n_iter - 1:   # the stream before this final draw: a resumed
-                    pred_state = rng_pred.bit_generator.state   # chain then draws the same at its end
-                R, C, lam = idepm.sample_active_parameters(rng_pred, *counts, np.arange(Kp), Kp,
-                                                           *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]],
-                                                           I, J)
-                st.update(phi=R, psi=C, lam=lam)
-        elapsed += time.perf_counter() - t0
-        seconds[it] = elapsed
-        if log_joint is not None:           # not timed, like the test evaluation
-            log_joint[it] = idepm.log_joint(st["offsets"], st["z"], *counts, K[it], I, J, st["h"], e0, f0)
-        for n, v in zip(names, st["h"]):
-            hyper[n][it] = v
-        if it >= n_iter - n_avg and (model != "IDEPM" or test is not None or keep_samples
-                                     or it == n_iter - 1):
-            if keep_its is None:        # at the window's first sample: how many fit in memory
-                per = 8 * (R.size + C.size + lam.size)
-                n_keep = keep_samples or (n_avg if model != "IDEPM" or test is not None else 1)
-                if keep_samples is None:
-                    n_keep = max(1, min(n_keep, KEEP_BYTES // max(per, 1)))
-                keep_its = set((n_iter - 1 - np.round(np.linspace(0, n_avg - 1, n_keep))).astype(int).tolist()) \
-                    if n_keep > 1 else {n_iter - 1}
-            if it in keep_its:
-                samples.append((np.array(R, copy=True), np.array(C, copy=True), np.array(lam, copy=True)))
-        if test is not None:
-            if it >= n_iter - n_avg:    # the posterior mean needs every test entry's rate
-                rates = common.link_rates(t_rows, t_cols, R, C, lam)
-                tdll_trace[it] = common.tdll_from_rates(rates, t_labels)
-                prob_sum += -np.expm1(-rates)
-            else:                       # the trace only needs sums: zeros enter through row sums
-                tdll_trace[it] = common.test_loglik_sum(z_ptr, z_cols, o_rows, o_cols,
-                                                        R, C, lam) / t_rows.shape[0]
+    # Ctrl-C: counted during the sweeps and delivered between them (epm_lib.interrupt), so
+    # that no numba call sees a half-unboxed argument and no state is left half-updated
+    with deferred_sigint() as guard:
+        for it in iterator:
+            t0 = time.perf_counter()
+            if model in ("EPM", "CEPM"):
+                M[it] = gamma_epm.epm_sweep(rng, e_rows, e_cols, st["U"], st["V"], st["lam"], st["h"],
+                                            m_ik, m_jk, m_k, e0, f0, model == "CEPM", float(I), float(J),
+                                            paper, grid, nnz)
+                if M[it] < 0:
+                    raise common.m_step_error(M[it], e_rows, e_cols, model)
+                K[it] = int(np.count_nonzero(m_k))
+                R, C, lam = st["U"], st["V"], st["lam"]
+            elif model == "DEPM":
+                sm_stats = np.zeros(5, dtype=np.int64)
+                M[it] = depm.depm_sweep(rng, e_rows, e_cols, st["phi"], st["psi"], st["lam"], st["h"],
+                                        m_ik, m_jk, m_k, e0, f0, split_merge, sm_stats, nnz)
+                move_stats[it] = sm_stats[:4]
+                if M[it] < 0:
+                    raise common.m_step_error(M[it], e_rows, e_cols, model)
+                K[it] = int(np.count_nonzero(m_k))
+                R, C, lam = st["phi"], st["psi"], st["lam"]
+            else:
+                offsets, z, *counts, Kp = idepm.idepm_sweep(rng, k_rows, k_cols, st["offsets"], st["z"], *counts,
+                                                            I, J, st["h"], e0, f0, m_step == "exact", 1, nnz)
+                if split_merge:                  # Metropolis-Hastings split-merge moves (models.moves)
+                    z, *counts, Kp, stats = moves.split_merge_idepm(
+                        rng, k_rows, k_cols, offsets, z, *counts, I, J,
+                        *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.GAMMA0]], split_merge)
+                    move_stats[it] = stats[:4]
+                st.update(offsets=offsets, z=z)
+                K[it] = Kp
+                M[it] = z.shape[0]
+                if test is not None or it == n_iter - 1 or (keep_samples and it >= n_iter - n_avg):
+                    # the collapsed chain has no phi, psi, lambda: draw the active atoms' from their
+                    # conditional given the seating, for predictions. Timed with the sweep, since every
+                    # prediction needs it (the truncated models draw theirs inside the sweep).
+                    if test is None and it == n_iter - 1:   # the stream before this final draw: a resumed
+                        pred_state = rng_pred.bit_generator.state   # chain then draws the same at its end
+                    R, C, lam = idepm.sample_active_parameters(rng_pred, *counts, np.arange(Kp), Kp,
+                                                               *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]],
+                                                               I, J)
+                    st.update(phi=R, psi=C, lam=lam)
+            elapsed += time.perf_counter() - t0
+            seconds[it] = elapsed
+            if log_joint is not None:           # not timed, like the test evaluation
+                log_joint[it] = idepm.log_joint(st["offsets"], st["z"], *counts, K[it], I, J, st["h"], e0, f0)
+            for n, v in zip(names, st["h"]):
+                hyper[n][it] = v
+            if it >= n_iter - n_avg and (model != "IDEPM" or test is not None or keep_samples
+                                         or it == n_iter - 1):
+                if keep_its is None:        # at the window's first sample: how many fit in memory
+                    per = 8 * (R.size + C.size + lam.size)
+                    n_keep = keep_samples or (n_avg if model != "IDEPM" or test is not None else 1)
+                    if keep_samples is None:
+                        n_keep = max(1, min(n_keep, KEEP_BYTES // max(per, 1)))
+                    keep_its = set((n_iter - 1 - np.round(np.linspace(0, n_avg - 1, n_keep))).astype(int).tolist()) \
+                        if n_keep > 1 else {n_iter - 1}
+                if it in keep_its:
+                    samples.append((np.array(R, copy=True), np.array(C, copy=True), np.array(lam, copy=True)))
+            if test is not None:
+                if it >= n_iter - n_avg:    # the posterior mean needs every test entry's rate
+                    rates = common.link_rates(t_rows, t_cols, R, C, lam)
+                    tdll_trace[it] = common.tdll_from_rates(rates, t_labels)
+                    prob_sum += -np.expm1(-rates)
+                else:                       # the trace only needs sums: zeros enter through row sums
+                    tdll_trace[it] = common.test_loglik_sum(z_ptr, z_cols, o_rows, o_cols,
+                                                            R, C, lam) / t_rows.shape[0]
+            guard.check()
     if test is not None:
         test_prob = np.empty_like(prob_sum)
         test_prob[order] = prob_sum / n_avg
