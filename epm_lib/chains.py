@@ -15,13 +15,14 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 
 from .fit import concat, fit, FitResult, load_result
 
 __all__ = ["ChainSet", "fit_chains", "to_inference_data", "diagnostics", "TRACE_NAMES",
-           "run_until_agree"]
+           "run_until_agree", "min_segment", "check_segment", "traced_names", "CheckpointError"]
 
 #: The quantities traced per iteration, besides the hyperparameters of the model ("log_joint":
 #: the IDEPM only, ``FitResult.log_joint``).
@@ -135,6 +136,48 @@ def agree(d, rhat=1.01) -> bool:
     return bool(d.get("constant", False)) if r is None or not np.isfinite(r) else r <= rhat
 
 
+def _is_int(v, lo=0) -> bool:
+    return isinstance(v, Integral) and not isinstance(v, bool) and v >= lo
+
+
+def _as_list(name, v, what):
+    """``v`` as a list: a list, tuple, range or 1-d array; else ``ValueError`` naming ``name``."""
+    if isinstance(v, np.ndarray) and v.ndim == 1:
+        return v.tolist()
+    if isinstance(v, (list, tuple, range)):
+        return list(v)
+    raise ValueError(f"{name} must be a sequence of {what}, one per chain (e.g. {name}=(1, 1, 100, 100)), "
+                     f"got {v!r}")
+
+
+def _check_starts_seeds(starts, seeds):
+    """``starts``: a sequence of at least two integers >= 1 (the chains' ``K_init``); ``seeds``:
+    None (0, 1, ...) or one distinct seed per start, each a non-negative integer (or a list of
+    them, as ``fit``'s ``seed``). Returns both as lists (numpy integers as ``int``)."""
+    starts = _as_list("starts", starts, "integers >= 1 (initial numbers of atoms)")
+    bad = [k for k in starts if not _is_int(k, 1)]
+    if bad:
+        raise ValueError(f"starts must be integers >= 1 (initial numbers of atoms, one per chain), "
+                         f"got {bad[0]!r} in {starts!r}")
+    starts = [int(k) for k in starts]
+    if len(starts) < 2:
+        raise ValueError(f"give at least two starts (chains), got {starts}")
+    if seeds is None:
+        return starts, list(range(len(starts)))
+    seeds = _as_list("seeds", seeds, "non-negative integers")
+    if len(seeds) != len(starts):
+        raise ValueError(f"give one seed per start: {len(starts)} starts, {len(seeds)} seeds")
+    for s in seeds:
+        ok = _is_int(s) or (isinstance(s, (list, tuple)) and len(s) > 0 and all(_is_int(x) for x in s))
+        if not ok:
+            raise ValueError(f"seeds must be non-negative integers (or lists of them), one per chain; "
+                             f"got {s!r} in {seeds!r}")
+    seeds = [int(s) if _is_int(s) else [int(x) for x in s] for s in seeds]
+    if len(set(map(repr, seeds))) != len(seeds):
+        raise ValueError(f"chains must have different seeds (give one distinct seed per start), got {seeds}")
+    return starts, seeds
+
+
 def _one_chain(X, model, K_init, seed, kwargs):
     return fit(X, model, K_init=K_init, seed=seed, **kwargs)
 
@@ -150,14 +193,7 @@ def fit_chains(X, model, *, starts=(1, 100), seeds=None, n_jobs=1, **fit_kwargs)
     ``test``, ``split_merge``, ...). Returns a :class:`ChainSet`; ``.diagnostics()`` gives
     split-R-hat and ESS.
     """
-    starts = list(starts)
-    if len(starts) < 2:
-        raise ValueError(f"give at least two starts (chains), got {starts}")
-    seeds = list(range(len(starts))) if seeds is None else list(seeds)
-    if len(seeds) != len(starts):
-        raise ValueError(f"give one seed per start: {len(starts)} starts, {len(seeds)} seeds")
-    if len(set(map(repr, seeds))) != len(seeds):
-        raise ValueError(f"chains must have different seeds, got {seeds}")
+    starts, seeds = _check_starts_seeds(starts, seeds)
     for bad in ("K_init", "seed"):
         if bad in fit_kwargs:
             raise ValueError(f"pass {bad} through starts/seeds, not as a keyword")
@@ -196,6 +232,145 @@ def _checkpoint_paths(folder, n):
     return folder, [folder / f"chain{c}.npz" for c in range(n)], folder / "run.json"
 
 
+class CheckpointError(ValueError):
+    """A checkpoint folder of :func:`run_until_agree` that cannot be used (chains of other
+    settings or data, a damaged file); ``.folder``: the folder; ``.kind``: ``"settings"`` (chains
+    of other starts, seeds, segment or model), ``"inputs"`` (same settings, other training matrix,
+    test set or fit options: e.g. the data changed) or ``"damaged"``. The message says what to do."""
+
+    def __init__(self, message, folder, kind="damaged"):
+        super().__init__(message)
+        self.folder = folder
+        self.kind = kind
+
+
+def _remove_hint(folder) -> str:
+    return (f"delete the folder {folder} to start these chains afresh, or give another checkpoint "
+            f"folder (run_until_agree(checkpoint=...); run_converged(checkpoint_dir=...); command line: "
+            f"--checkpoints DIR)")
+
+
+def _write_atomic(path, text):
+    """Write ``text`` to ``path`` atomically: a temp file in the same folder, fsync, ``os.replace``."""
+    import os
+    import tempfile
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _open_checkpoint(folder, paths, meta_path, meta):
+    """The saved chains of a checkpoint folder (``[None, ...]`` if it holds none yet), after
+    checking that its ``run.json`` is ``meta``. A folder whose ``run.json`` differs but that holds
+    no chain (a run that failed before its first segment ended) is taken over; one that holds
+    chains of other settings or data, or a damaged file, raises :class:`CheckpointError`."""
+    import json
+    folder.mkdir(parents=True, exist_ok=True)
+    present = [p for p in paths if p.exists()]
+    if not meta_path.exists():                             # a new folder (or chains of unknown
+        _write_atomic(meta_path, json.dumps(meta))         # settings: started afresh, overwritten)
+        return [None] * len(paths)
+    try:
+        saved = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as e:
+        if present:
+            raise CheckpointError(f"{meta_path}: damaged checkpoint file ({e}); the chains beside it "
+                                  f"cannot be checked; {_remove_hint(folder)}", folder) from None
+        saved = None                                   # nothing to lose: start afresh
+    if saved != meta and present:
+        same = isinstance(saved, dict) and {k: v for k, v in saved.items() if k != "inputs"} == \
+            {k: v for k, v in meta.items() if k != "inputs"}
+        if same:
+            raise CheckpointError(
+                f"{folder}: holds chains of other settings or data: the same model, starts, seeds and "
+                f"segment, but another training matrix, test set or fit options (their "
+                f"digest is {saved.get('inputs')!r} "
+                f"there, {meta['inputs']!r} now); {_remove_hint(folder)}", folder, "inputs")
+        raise CheckpointError(
+            f"{folder}: holds chains of other settings ({meta_path.name}: {json.dumps(saved)[:300]}; "
+            f"this run: {json.dumps(meta)[:300]}); {_remove_hint(folder)}", folder, "settings")
+    if not present or saved != meta:
+        _write_atomic(meta_path, json.dumps(meta))
+    if len(present) < len(paths):                          # no complete set: start afresh
+        return [None] * len(paths)
+    runs = []
+    for p in paths:
+        try:
+            r = load_result(p)
+            ok = r.K.ndim == 1 and r.K.shape[0] > 0
+        except Exception as e:                             # a damaged file: any numpy/zip error
+            raise CheckpointError(f"{p}: damaged chain file ({type(e).__name__}: {e}); "
+                                  f"{_remove_hint(folder)}", folder) from None
+        if not ok:
+            raise CheckpointError(f"{p}: damaged chain file (no sweeps); {_remove_hint(folder)}", folder)
+        runs.append(r)
+    return runs
+
+
+def min_segment(burn_in=0.5) -> int:
+    """The shortest ``segment`` of :func:`run_until_agree` whose first check can be made: ArviZ's
+    split-R-hat needs at least 4 draws per chain after ``burn_in`` (as :func:`diagnostics` drops
+    it: a fraction rounded down, or a number of draws). 7 for the default ``burn_in = 0.5``."""
+    if isinstance(burn_in, float):
+        if not 0.0 <= burn_in < 1.0:
+            raise ValueError(f"burn_in as a fraction must be in [0, 1), got {burn_in}")
+        n = 4
+        while n - math.floor(burn_in * n) < 4:
+            n += 1
+        return n
+    if _is_int(burn_in):
+        return int(burn_in) + 4
+    raise ValueError(f"burn_in must be a fraction or a number of draws, got {burn_in!r}")
+
+
+def check_segment(segment, burn_in=0.5) -> int:
+    """``segment`` as an int if it is long enough for :func:`run_until_agree`'s first R-hat check
+    (:func:`min_segment`), else ``ValueError`` saying the minimum."""
+    need = min_segment(burn_in)
+    if not _is_int(segment, 4):
+        raise ValueError(f"segment must be an integer >= 4 (with burn_in = {burn_in}: >= {need}, so that "
+                         f"split-R-hat has 4 draws per chain after the burn-in), got {segment!r}")
+    if segment < need:
+        kept = segment - (math.floor(burn_in * segment) if isinstance(burn_in, float) else int(burn_in))
+        raise ValueError(f"segment = {segment} is too short: burn_in = {burn_in} leaves {kept} of its "
+                         f"{segment} draws per chain and split-R-hat needs at least 4; give segment >= {need}")
+    return int(segment)
+
+
+def traced_names(model, test=False) -> list:
+    """The variables :func:`to_inference_data` traces for ``model`` (``tdll`` with a test set)."""
+    from .models import depm, gamma_epm
+    m = str(model).upper()
+    names = ["K", "M"] + (["tdll"] if test else []) + (["log_joint"] if m == "IDEPM" else [])
+    return names + list(gamma_epm.HYPER_NAMES if m in ("EPM", "CEPM") else depm.HYPER_NAMES)
+
+
+def _check_var_names(var_names, model, fit_kwargs) -> tuple:
+    if isinstance(var_names, str) or not isinstance(var_names, (list, tuple)) or not var_names \
+            or not all(isinstance(v, str) for v in var_names):
+        raise ValueError(f"var_names must be a non-empty list of variable names, e.g. ('K', 'tdll'), "
+                         f"got {var_names!r}")
+    if "tdll" in var_names and fit_kwargs.get("test") is None:
+        raise ValueError("var_names holds 'tdll': give test=(rows, cols, labels)")
+    if isinstance(model, str) and model.upper() in ("EPM", "CEPM", "DEPM", "IDEPM"):
+        known = traced_names(model, fit_kwargs.get("test") is not None)
+        unknown = [v for v in var_names if v not in known]
+        if unknown:
+            raise ValueError(f"unknown variable(s) {unknown} in var_names; the {model.upper()}'s chains "
+                             f"trace {known}")
+    return tuple(dict.fromkeys(var_names))
+
+
 def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=250, max_sweeps=None,
                     cap_seconds=None, rhat=1.01, var_names=("K", "tdll"), burn_in=0.5,
                     checkpoint=None, **fit_kwargs):
@@ -213,49 +388,56 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
     ``checkpoint``: a folder; after each segment every chain is saved there (``FitResult.save``,
     written atomically), and a call with the same folder continues from the saved chains instead
     of starting again, so an interrupted run loses at most one segment and its result is the
-    uninterrupted one. The folder must not hold chains of other settings or data (``ValueError``).
+    uninterrupted one. Its ``run.json`` (the settings and a digest of the data) is written
+    atomically. A folder holding chains of other settings or data, or a damaged ``run.json`` or
+    chain file, raises :class:`CheckpointError` (a ``ValueError``) naming the folder or file and
+    saying to delete the folder or choose another; a ``run.json`` without chains (a run that
+    failed before its first segment ended) is simply replaced.
+
+    Checked before any sweep: ``starts``, ``seeds`` (:func:`fit_chains`), ``segment`` (long enough
+    for the first split-R-hat after ``burn_in``: :func:`min_segment`, 7 for ``burn_in = 0.5``),
+    ``max_sweeps`` (integer >= 1), ``cap_seconds`` (positive), ``rhat`` (positive, finite) and
+    ``var_names`` (a list of the model's traced variables, :func:`traced_names`).
 
     Returns ``(ChainSet, summary)``; ``summary``: ``stopped`` (why), ``converged`` (bool),
     ``sweeps`` (per chain), ``seconds`` (the largest sampler seconds of a chain), and for each
     variable its ``rhat``, ``ess_bulk``, ``ess_tail``.
     """
-    import json
-    starts = list(starts)
-    if len(starts) < 2:
-        raise ValueError(f"give at least two starts (chains), got {starts}")
-    seeds = list(range(len(starts))) if seeds is None else list(seeds)
-    if len(seeds) != len(starts) or len(set(map(repr, seeds))) != len(seeds):
-        raise ValueError(f"give one distinct seed per start: {len(starts)} starts, seeds {seeds}")
-    if max_sweeps is None and cap_seconds is None:
-        raise ValueError("give max_sweeps or cap_seconds (or both): a run that never agrees must stop")
-    if not isinstance(segment, (int, np.integer)) or isinstance(segment, bool) or segment < 4:
-        raise ValueError(f"segment must be an integer >= 4, got {segment!r}")
+    starts, seeds = _check_starts_seeds(starts, seeds)
     for bad in ("K_init", "seed", "n_iter", "resume"):
         if bad in fit_kwargs:
             raise ValueError(f"{bad} is set by run_until_agree, not as a keyword")
-    if "tdll" in var_names and fit_kwargs.get("test") is None:
-        raise ValueError("var_names holds 'tdll': give test=(rows, cols, labels)")
+    var_names = _check_var_names(var_names, model, fit_kwargs)
+    if max_sweeps is None and cap_seconds is None:
+        raise ValueError("give max_sweeps or cap_seconds (or both): a run that never agrees must stop")
+    if max_sweeps is not None and not _is_int(max_sweeps, 1):
+        raise ValueError(f"max_sweeps must be an integer >= 1 (sweeps per chain at most) or None, "
+                         f"got {max_sweeps!r}")
+    if cap_seconds is not None and not (isinstance(cap_seconds, Real) and not isinstance(cap_seconds, bool)
+                                        and math.isfinite(cap_seconds) and cap_seconds > 0):
+        raise ValueError(f"cap_seconds must be a positive number (sampler seconds per chain at most) "
+                         f"or None, got {cap_seconds!r}")
+    if not (isinstance(rhat, Real) and not isinstance(rhat, bool) and math.isfinite(rhat) and rhat > 0):
+        raise ValueError(f"rhat must be a positive finite number (the split-R-hat target, e.g. 1.01), "
+                         f"got {rhat!r}")
+    segment = check_segment(segment, burn_in)
     kw = dict(fit_kwargs)
     kw.setdefault("n_avg", max(1, segment // 2))
     runs = [None] * len(starts)
     if checkpoint is not None:
         folder, paths, meta_path = _checkpoint_paths(checkpoint, len(starts))
-        folder.mkdir(parents=True, exist_ok=True)
         meta = dict(model=model, starts=starts, seeds=[repr(x) for x in seeds], segment=int(segment),
                     inputs=_inputs_digest(X, kw))
-        if meta_path.exists():
-            if json.loads(meta_path.read_text()) != meta:
-                raise ValueError(f"{folder}: holds chains of other settings ({meta_path.read_text()}); "
-                                 f"use another checkpoint folder")
-            if all(p.exists() for p in paths):
-                runs = [load_result(p) for p in paths]
-                n = max(r.K.shape[0] for r in runs)
-                for c in range(len(runs)):   # interrupted between two chains' saves: catch up
-                    if runs[c].K.shape[0] < n:
-                        runs[c] = concat(runs[c], fit(X, model, resume=runs[c], n_iter=segment, **kw))
-                        runs[c].save(paths[c])
-        else:
-            meta_path.write_text(json.dumps(meta))
+        runs = _open_checkpoint(folder, paths, meta_path, meta)
+        for c in range(len(runs)):       # interrupted between two chains' saves: catch up
+            n = max(r.K.shape[0] for r in runs) if runs[0] is not None else 0
+            while runs[c] is not None and runs[c].K.shape[0] < n:
+                try:
+                    runs[c] = concat(runs[c], fit(X, model, resume=runs[c], n_iter=segment, **kw))
+                except ValueError as e:
+                    raise CheckpointError(
+                        f"{paths[c]}: cannot be continued ({e}); {_remove_hint(folder)}", folder) from None
+                runs[c].save(paths[c])
 
     def step(c):
         if runs[c] is None:

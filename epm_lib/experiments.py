@@ -114,13 +114,18 @@ def _int(name, v, lo=0):
 # Cross-validation folds
 # ---------------------------------------------------------------------------------------------
 def _check_shape(shape):
+    """``(I, J)`` as ints: a pair of integers >= 1 (numpy integers too; no floats, no bools)."""
     try:
-        I, J = (int(s) for s in shape)
+        I, J = shape
     except (TypeError, ValueError):
         raise ValueError(f"shape must be a pair (I, J) of integers, got {shape!r}") from None
+    for name, v in (("I", I), ("J", J)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise ValueError(f"shape must be a pair (I, J) of integers, got {shape!r} "
+                             f"({name} = {v!r} is a {type(v).__name__}; a float is not truncated)")
     if I < 1 or J < 1:
-        raise ValueError(f"shape must be positive, got {(I, J)}")
-    return I, J
+        raise ValueError(f"shape must be positive, got {(int(I), int(J))}")
+    return int(I), int(J)
 
 
 def cv_permutation(shape, seed=0) -> np.ndarray:
@@ -274,10 +279,26 @@ def hold_out(X, fold, symmetric=False, diagonal=None):
     diagonal when ``diagonal`` (default: ``symmetric``, a network without self-loops). Pass all
     three to ``epm_lib.fit(X_train, ..., test=test, mask=mask, symmetric=symmetric)`` and to
     ``epm_lib.baselines.score_baselines``; ``test`` alone (without ``mask``) is Sec. 5's protocol.
+
+    Self-loops: with the diagonal masked (``symmetric=True`` by default) a one on the diagonal of
+    ``X`` would be an observed one under the mask, which ``fit`` refuses; ``hold_out`` refuses it
+    first (``ValueError`` naming a self-loop): remove the self-loops (e.g. ``X.setdiag(0)``) for a
+    network without them, or pass ``diagonal=False`` to keep the diagonal as observed entries.
     """
     if not isinstance(fold, (tuple, list)) or len(fold) != 2:
         raise ValueError("fold must be a pair (rows, cols) of test entries, e.g. from pair_folds")
     rows, cols = (np.asarray(a) for a in fold)
+    diag = symmetric if diagonal is None else bool(diagonal)
+    if diag:
+        I, J, xr, xc = prepare_matrix(X)
+        loops = np.flatnonzero(xr == xc)
+        if loops.size:
+            i = int(xr[loops[0]])
+            why = "symmetric=True masks the diagonal (a network without self-loops)" \
+                if diagonal is None else "diagonal=True masks the diagonal"
+            raise ValueError(f"X has {loops.size} self-loop(s) (ones on the diagonal, e.g. ({i}, {i})), "
+                             f"but {why}: remove the self-loops (e.g. X.setdiag(0)) or pass "
+                             f"diagonal=False to keep the diagonal as observed entries")
     if symmetric:
         I, J, xr, xc = prepare_matrix(X)
         if I != J or not np.array_equal(np.sort(xr * J + xc), np.sort(xc * J + xr)):
@@ -292,7 +313,6 @@ def hold_out(X, fold, symmetric=False, diagonal=None):
         _, test = split(X, (rows, cols))
     else:
         X_train, test = split(X, (rows, cols))
-    diag = symmetric if diagonal is None else bool(diagonal)
     return X_train, test, missing_mask(X_train.shape, test[0], test[1], diagonal=diag)
 
 
