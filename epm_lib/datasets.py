@@ -37,6 +37,9 @@ import gzip
 import hashlib
 import io
 import lzma
+import math
+import numbers
+import operator
 import os
 import re
 import warnings
@@ -327,11 +330,17 @@ def _decode(body: bytes) -> str:
         return body.decode("latin-1")
 
 
-def _split_fields(line: str, sep: str | None) -> list[str]:
+def _split_fields(line: str, sep: str | None, where: str, lineno: int) -> list[str]:
     if sep is None:
         fields = line.split()
     elif len(sep) == 1 and sep != '"' and '"' in line:   # a quoted field may hold the separator
-        fields = [f.strip() for f in next(csv.reader([line.strip("\r\n")], delimiter=sep), [""])]
+        try:
+            fields = next(csv.reader([line.strip("\r\n")], delimiter=sep), [""])
+        except csv.Error as e:                          # a field beyond csv.field_size_limit()
+            raise DataError(f"{where}, line {lineno}: cannot split the line into fields ({e}): "
+                            f"{line.strip()[:100]!r}...; ids and values cannot be this long"
+                            ) from None
+        fields = [f.strip() for f in fields]
     else:
         fields = [f.strip() for f in line.strip("\r\n").split(sep)]
     return [f[1:-1] if len(f) >= 2 and f[0] == f[-1] == '"' else f for f in fields]
@@ -350,7 +359,7 @@ def _split_lines(text: str, sep: str | None, where: str, first_line: int,
     for lineno, line in enumerate(text.split("\n"), start=1):
         if lineno < first_line or _is_comment(line):
             continue
-        fields = _split_fields(line, sep)
+        fields = _split_fields(line, sep, where, lineno)
         allowed = ncols if want is None else (want,)
         if len(fields) not in allowed:
             expect = " or ".join(map(str, allowed))
@@ -876,13 +885,15 @@ def _is_header(where: str, lines: list, fields: list[list[str]]) -> bool:
     i.e. every field is a name (not a number, not empty) and either it has three fields (a
     value column: numbers on every data line) or the next line's fields are all numbers. A line
     of numbers is data; so is a line with an empty field or three fields with a number among
-    them (names as ids, or a stray token, reported when the line is read). Raises
-    :class:`DataError` when it cannot tell (two fields, not all numbers, not clearly a header)."""
+    them (names as ids, or a stray token, reported when the line is read), and so is a line
+    of one field followed by another (a wrong separator: reported as a wrong number of
+    fields). Raises :class:`DataError` when it cannot tell (two fields, not all numbers, not
+    clearly a header)."""
     (lineno, _, line), first = lines[0], fields[0]
     number = [_is_number(f) for f in first]
-    if all(number) or "" in first:
-        return False
     after = fields[1] if len(fields) > 1 else None
+    if all(number) or "" in first or (len(first) == 1 and (after is None or len(after) == 1)):
+        return False              # (one field per line: the separator is wrong, said as data)
     after_numbers = after is not None and all(_is_number(f) for f in after)
     if not any(number) and (len(first) == 3 or after_numbers):
         return True
@@ -895,8 +906,157 @@ def _is_header(where: str, lines: list, fields: list[list[str]]) -> bool:
             f"a number but the other field is, so it is neither clearly a header (a header has no "
             f"numbers) nor clearly data; pass header=True or header=False (with header=False, a "
             f"column whose ids are not all integers is read as strings)")
-    raise DataError(f"{where}: cannot tell whether line {lineno} ({line[:60]!r}) is a header; "
-                    f"pass header=True or header=False")
+    alone = "" if after is not None else " (then the file has no data rows) or its one edge"
+    raise DataError(f"{where}: cannot tell whether line {lineno} ({line[:60]!r}) is a header"
+                    f"{alone}; pass header=True or header=False")
+
+
+# ---------------------------------------------------------------------------------------------
+# load_file's checks before parsing: its options, and that the file is text
+# ---------------------------------------------------------------------------------------------
+def _option_error(path, option: str, value, must: str) -> DataError:
+    return DataError(f"load_file({path}): {option}={_short_repr(value)} cannot be used: "
+                     f"{option} must be {must}")
+
+
+def _short_repr(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_bool(value) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _check_flag(path, option: str, value, none_means: str | None = None) -> bool | None:
+    """``value`` as a bool (numpy's too), or None when ``none_means`` says what None is; a
+    string ("false" is truthy), a number (header=0 is pandas' "line 0 is the header") ... is
+    refused."""
+    if value is None and none_means is not None:
+        return None
+    if _is_bool(value):
+        return bool(value)
+    raise _option_error(path, option, value, "True or False" + (f", or None ({none_means})"
+                                                                 if none_means else ""))
+
+
+def _check_threshold(path, threshold) -> int | float | None:
+    """A finite real number (int, float, numpy number, Fraction ...) as an int or a float."""
+    if threshold is None:
+        return None
+    must = ("a finite real number such as 3 (x_ij = 1 iff a value > 3), or None (x_ij = 1 "
+            "iff a value != 0)")
+    if _is_bool(threshold) or not isinstance(threshold, numbers.Real):
+        raise _option_error(path, "threshold", threshold, must)
+    try:
+        value = float(threshold)
+    except OverflowError:                                # an int beyond the floats
+        value = math.inf
+    if not math.isfinite(value):
+        raise _option_error(path, "threshold", threshold, must)
+    return int(threshold) if isinstance(threshold, numbers.Integral) else value
+
+
+def _check_sep(path, sep) -> str | None:
+    if sep is None or (isinstance(sep, str) and sep and "\n" not in sep and "\r" not in sep):
+        return sep
+    raise _option_error(path, "sep", sep, "a non-empty string without line breaks, such as "
+                        "',', '\\t' or '::' (' ': runs of whitespace), or None (guessed)")
+
+
+def _check_shape(path, shape, square: bool) -> tuple[int, int] | None:
+    """Two non-negative integers (Python's or numpy's; not floats, bools or strings)."""
+    if shape is None:
+        return None
+    must = "two non-negative integers (n_rows, n_cols) such as (943, 1682), or None"
+    if not isinstance(shape, (tuple, list, np.ndarray)) or len(shape) != 2:
+        raise _option_error(path, "shape", shape, must)
+    sizes = []
+    for n in shape:
+        try:
+            size = None if _is_bool(n) else operator.index(n)
+        except TypeError:
+            size = None
+        if size is None or size < 0:
+            raise _option_error(path, "shape", shape,
+                                f"{must}; {_short_repr(n)} ({type(n).__name__}) is not one")
+        sizes.append(size)
+    if square and sizes[0] != sizes[1]:
+        raise DataError(f"load_file({path}): square=True needs a square shape (rows and columns "
+                        f"are one set of nodes), got shape={tuple(sizes)}")
+    return sizes[0], sizes[1]
+
+
+def _check_name(path, name) -> str:
+    if name is None:
+        return path.name
+    if isinstance(name, str) and name:
+        return name
+    raise _option_error(path, "name", name, "a non-empty string, or None (the file's name)")
+
+
+#: What a compressed or binary file starts with: (signature, what it is, the suffix under which
+#: load_file would decompress it).
+_SIGNATURES = (
+    (b"\x1f\x8b", "gzip-compressed data", ".gz"),
+    (b"BZh", "bzip2-compressed data", ".bz2"),
+    (b"\xfd7zXZ\x00", "xz-compressed data", ".xz"),
+    (b"(\xb5/\xfd", "zstd-compressed data", None),
+    (b"PK\x03\x04", "a ZIP archive (or an .xlsx/.ods spreadsheet)", None),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an OLE document (e.g. an .xls spreadsheet)", None),
+    (b"\x89PNG\r\n\x1a\n", "a PNG image", None),
+    (b"\xff\xd8\xff", "a JPEG image", None),
+    (b"%PDF-", "a PDF document", None),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file", None),
+    (b"\x93NUMPY", "a NumPy .npy file", None),
+    (b"SQLite format 3\x00", "an SQLite database", None),
+)
+#: Bytes a text file of edges never holds: the C0 controls but \t \n \v \f \r, and DEL.
+_CONTROL = bytes([*range(0, 9), *range(14, 32), 127])
+_NOT_CONTROL = bytes(sorted(set(range(256)) - set(_CONTROL)))
+_LONE_CR = re.compile(rb"\r[^\r\n]")                   # a \r that does not end a line
+_EXPORT_ADVICE = ("load_file reads text edge lists (CSV, TSV, whitespace-separated; UTF-8 or "
+                  "Latin-1) and Matrix Market files: export the data as one of these")
+
+
+def _line_at(body: bytes, pos: int) -> tuple[int, str]:
+    """The (1-based) number and the text of the line holding byte ``pos``."""
+    start, end = body.rfind(b"\n", 0, pos) + 1, body.find(b"\n", pos)
+    return body.count(b"\n", 0, pos) + 1, _decode(body[start:end if end >= 0 else len(body)])
+
+
+def _check_text(path, body: bytes, sep: str | None) -> None:
+    """Refuse what is not a text file of lines: binary data (a compressed file without its
+    suffix, an image, a spreadsheet, ...), a control character (a NUL byte in an id, ...) and
+    a carriage return inside a line (classic Mac line ends, which would join lines). A control
+    character that is the separator ``sep`` is allowed."""
+    controls = body.translate(None, _NOT_CONTROL)
+    if sep is not None:
+        controls = controls.translate(None, sep.encode())
+    if controls:
+        pos = min(body.find(bytes([c])) for c in set(controls))
+        lineno, line = _line_at(body, pos)
+        char = f"control character {chr(body[pos])!r}" + (" (a NUL byte)" if body[pos] == 0 else "")
+        signature = next((sig for sig in _SIGNATURES if body.startswith(sig[0])), None)
+        if signature is not None:
+            _, what, suffix = signature
+            advice = (f"name it {path.name}{suffix} (load_file decompresses .gz, .bz2 and .xz "
+                      f"files by their name) or decompress it" if suffix else _EXPORT_ADVICE)
+            raise DataError(f"{path}: not a text file of edges: it is {what}; {advice}")
+        if len(controls) > max(8, len(body) // 100):
+            utf16 = ("; if it is UTF-16 or UTF-32 text without a byte-order mark, save it as UTF-8"
+                     if b"\x00" in controls else "")
+            raise DataError(f"{path}: not a text file of edges: it holds binary data "
+                            f"({len(controls)} control characters; the first, {char}, on line "
+                            f"{lineno}); {_EXPORT_ADVICE}{utf16}")
+        raise DataError(f"{path}, line {lineno}: {char} in {line[:100]!r}; ids and values must be "
+                        f"printable text: remove it (or fix what wrote the file)")
+    match = _LONE_CR.search(body) if b"\r" in body else None
+    if match:
+        lineno, line = _line_at(body, match.start())
+        raise DataError(f"{path}, line {lineno}: a carriage return (\\r) inside the line "
+                        f"{line[:100]!r}; lines must end in \\n or \\r\\n: convert the "
+                        f"file's line ends (classic Mac files end lines in \\r alone)")
 
 
 def load_file(path, *, threshold: float | None = None, sep: str | None = None,
@@ -919,15 +1079,22 @@ def load_file(path, *, threshold: float | None = None, sep: str | None = None,
       real; the same rule on its values (NaN or infinite values are errors). Its shape is
       kept and its labels are 1..n.
 
+    Either must be text: binary data (a compressed file without its suffix, an image, a
+    spreadsheet, ...), a control character (a NUL byte in an id, ...) or a carriage return
+    inside a line (classic Mac line ends) is a :class:`DataError` naming the file (and the
+    line); so is an option of the wrong kind (below), before the file is read.
+
     Parameters
     ----------
-    threshold : x = 1 iff value > threshold (e.g. 3 for ratings 4 and 5).
-    sep : field separator; default from the suffix (.csv ",", .tsv/.tab tab), else the first
-        of ``,`` tab ``;`` ``::`` found on the first data line, else runs of whitespace
-        (also ``sep=" "``).
-    one_based : with ``shape``, ids are indices: row id k is row k - 1 if ``one_based`` else
-        row k (default False). Matrix Market is 1-based by definition.
-    shape : (n_rows, n_cols). Without it the rows (columns) are the distinct row (column) ids
+    threshold : a finite real number: x = 1 iff value > threshold (e.g. 3 for ratings 4 and 5).
+    sep : field separator, a non-empty string without line breaks; default from the suffix
+        (.csv ",", .tsv/.tab tab), else the first of ``,`` tab ``;`` ``::`` found on the first
+        data line, else runs of whitespace (also ``sep=" "``).
+    one_based : True or False (numpy's too; not 0/1 or strings, as for ``header`` and
+        ``square``). With ``shape``, ids are indices: row id k is row k - 1 if ``one_based``
+        else row k (default False). Matrix Market is 1-based by definition.
+    shape : (n_rows, n_cols), two non-negative integers (Python's or numpy's; not floats,
+        which are not rounded). Without it the rows (columns) are the distinct row (column) ids
         occurring on any line, sorted (numerically if all ids are integers, also written
         ``1.0`` or ``1e3``, else as strings), relabelled 0..n-1 with the ids kept as labels.
         With it, ids must be integers within the shape and all-zero rows/columns are kept.
@@ -939,23 +1106,26 @@ def load_file(path, *, threshold: float | None = None, sep: str | None = None,
         (``1,x``; ``a,b`` followed by ``c,d``) is an error: pass ``header=`` explicitly.
     square : rows and columns are the same set of nodes (a directed graph's edge list):
         one sorted label set for both axes.
-    name : the Dataset's name (default: the file's name).
+    name : the Dataset's name, a non-empty string (default: the file's name).
     """
     path = Path(path).expanduser()
+    threshold = _check_threshold(path, threshold)
+    sep = _check_sep(path, sep)
+    one_based = _check_flag(path, "one_based", one_based,
+                            "the default: 1-based for Matrix Market, else 0-based")
+    header = _check_flag(path, "header", header, "detect a header line")
+    square = _check_flag(path, "square", square)
+    shape = _check_shape(path, shape, square)
+    name = _check_name(path, name)
     if not path.is_file():
         raise DataNotFoundError(f"load_file: {path} does not exist (or is not a file)")
-    if shape is not None:
-        shape = tuple(int(s) for s in shape)
-        if len(shape) != 2 or min(shape) < 0:
-            raise ValueError(f"load_file: shape must be two non-negative integers, got {shape}")
-        if square and shape[0] != shape[1]:
-            raise ValueError(f"load_file: square=True needs a square shape, got {shape}")
-    name = path.name if name is None else str(name)
     raw = path.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()
-    body = _read_bytes(path)
+    body = _strip_bom(_read_bytes(path), str(path))
     stem = path.with_suffix("") if path.suffix.lower() in (".gz", ".bz2", ".xz") else path
-    if stem.suffix.lower() == ".mtx":
+    mtx = stem.suffix.lower() == ".mtx"
+    _check_text(path, body, None if mtx else sep)      # (scipy's .mtx reader crashes on a NUL)
+    if mtx:
         return _load_mtx(path, body, digest, threshold, one_based, shape, square, name)
     return _load_triplets(path, body, digest, threshold, sep, bool(one_based), shape, header,
                           square, name)
@@ -965,8 +1135,8 @@ def _load_mtx(path, body, digest, threshold, one_based, shape, square, name) -> 
     import scipy.io
 
     if one_based is False:
-        raise ValueError("load_file: Matrix Market indices are 1-based by definition; "
-                         "one_based=False is not possible for a .mtx file")
+        raise DataError(f"load_file({path}): Matrix Market indices are 1-based by definition; "
+                        "one_based=False is not possible for a .mtx file")
     try:
         info = scipy.io.mminfo(io.BytesIO(body))
         M = scipy.io.mmread(io.BytesIO(body))
@@ -976,8 +1146,8 @@ def _load_mtx(path, body, digest, threshold, one_based, shape, square, name) -> 
     if field == "complex":
         raise DataError(f"{path}: complex Matrix Market values cannot define a binary matrix")
     if field == "pattern" and threshold is not None:
-        raise ValueError(f"load_file: threshold={threshold} given but {path} is a pattern "
-                         f"file (no values)")
+        raise DataError(f"load_file({path}): threshold={threshold} given but the file is a "
+                        f"pattern file (no values); leave threshold=None")
     if info[3] == "array":                      # dense: every entry is listed, zeros too
         dense = np.asarray(M)
         coo = sp.coo_matrix((dense.ravel(), np.divmod(np.arange(dense.size), dense.shape[1])),
@@ -1029,7 +1199,6 @@ def _mtx_not_finite(path, body: bytes) -> str:
 def _load_triplets(path, body, digest, threshold, sep, one_based, shape, header, square,
                    name) -> Dataset:
     where = str(path)
-    body = _strip_bom(body, where)
     # locate the first data line (skipping blank and comment lines) and, if any, the header
     lines, pos, lineno = [], 0, 0
     while len(lines) < 2 and pos < len(body):
@@ -1046,12 +1215,15 @@ def _load_triplets(path, body, digest, threshold, sep, one_based, shape, header,
         sep = _guess_sep(path, lines[0][2])
     elif sep == " ":
         sep = None
-    fields = [_split_fields(line, sep) for _, _, line in lines]
+    fields = [_split_fields(line, sep, where, lineno) for lineno, _, line in lines]
     if header is None:
         header = _is_header(where, lines, fields)
-    data_line = lines[1] if header else lines[0]
     if header and len(lines) < 2:
-        raise DataError(f"{where}: no data lines after the header")
+        raise DataError(f"{where}: the file has no data rows: line {lines[0][0]} "
+                        f"({lines[0][2][:60]!r}) is its header and no data line follows it; add "
+                        f"the rows (row, column[, value]) below it, or pass header=False if the "
+                        f"line is data")
+    data_line = lines[1] if header else lines[0]
     ncols = len(fields[1] if header else fields[0])
     if ncols not in (2, 3):
         raise DataError(f"{where}, line {data_line[0]}: expected 2 or 3 fields (row, column[, "
@@ -1066,8 +1238,8 @@ def _load_triplets(path, body, digest, threshold, sep, one_based, shape, header,
                for j, what in ((0, "row id"), (1, "column id"))]
         values = _value_column(_column(rows, 2), linenos, where) if ncols == 3 else None
     if values is None and threshold is not None:
-        raise ValueError(f"load_file: threshold={threshold} given but {path} has no value column "
-                         f"(2 fields per line)")
+        raise DataError(f"load_file({path}): threshold={threshold} given but the file has no "
+                        f"value column (2 fields per line); leave threshold=None")
     n_lines = ids[0].size
     if square or shape is not None:
         if (ids[0].dtype.kind == "i") != (ids[1].dtype.kind == "i"):
