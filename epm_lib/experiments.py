@@ -68,7 +68,7 @@ __all__ = [
     "load_results", "summarize", "format_summary", "main", "HELDOUT",
     "BASELINE_FORMAT", "baseline_path", "baseline_record", "read_baseline", "run_baselines",
     "load_baselines", "CONVERGED_FORMAT", "ConvergedRun", "run_converged", "read_converged",
-    "load_converged",
+    "load_converged", "converged_checkpoint",
 ]
 
 #: Truncation levels of Sec. 5 (Figs. 2 and 4).
@@ -1476,6 +1476,9 @@ def load_baselines(results_dir="results", dataset=None, n_folds=DEFAULT_N_FOLDS,
 CONVERGED_FORMAT = "epm-book converged record 1"
 #: Points kept per chain trace in a converged record (longer traces are thinned evenly).
 CONVERGED_TRACE_POINTS = 500
+#: The burn-in of the converged protocol's R-hat checks (``chains.run_until_agree``'s default):
+#: the first half of every chain; a segment must leave 4 draws after it (``chains.min_segment``: 7).
+CONVERGED_BURN_IN = 0.5
 
 
 @dataclass(frozen=True)
@@ -1521,7 +1524,8 @@ class ConvergedRun:
             raise ValueError(f"starts must be >= 2 initial numbers of atoms in 1..{base.T or 'inf'}, "
                              f"got {starts}")
         object.__setattr__(self, "starts", starts)
-        object.__setattr__(self, "segment", _int("segment", self.segment, 4))
+        from .chains import check_segment
+        object.__setattr__(self, "segment", check_segment(self.segment, CONVERGED_BURN_IN))
         object.__setattr__(self, "split_merge", _int("split_merge", self.split_merge, 0))
         if self.split_merge and MODELS[base.model][0] not in ("IDEPM", "DEPM"):
             raise ValueError(f"split_merge is for the IDEPM and the DEPM, not the {base.model}")
@@ -1531,8 +1535,9 @@ class ConvergedRun:
             object.__setattr__(self, "max_sweeps", _int("max_sweeps", self.max_sweeps, 1))
         if self.cap_seconds is not None and not (_is_number(self.cap_seconds) and self.cap_seconds > 0):
             raise ValueError(f"cap_seconds must be a positive number or None, got {self.cap_seconds!r}")
-        if not (isinstance(self.rhat, (int, float)) and self.rhat > 1.0):
-            raise ValueError(f"rhat must be a number > 1, got {self.rhat!r}")
+        if not (isinstance(self.rhat, (int, float)) and not isinstance(self.rhat, bool)
+                and math.isfinite(self.rhat) and self.rhat > 1.0):
+            raise ValueError(f"rhat must be a number > 1 (finite), got {self.rhat!r}")
 
     @property
     def run_id(self) -> str:
@@ -1561,7 +1566,15 @@ def _thin(a, n=CONVERGED_TRACE_POINTS):
     return idx, a[idx]
 
 
-def run_converged(run: ConvergedRun, results_dir="results", checkpoint_dir=None) -> dict:
+def converged_checkpoint(run: ConvergedRun, results_dir="results", checkpoint_dir=None) -> Path:
+    """The folder of a converged run's checkpointed chains: ``<checkpoint_dir>/<dataset>/<run-id>``
+    (default ``checkpoint_dir``: ``<results_dir>/.chains``)."""
+    root = Path(results_dir) / ".chains" if checkpoint_dir is None else Path(checkpoint_dir)
+    return root / run.data.folder / run.run_id
+
+
+def run_converged(run: ConvergedRun, results_dir="results", checkpoint_dir=None,
+                  on_stale="error") -> dict:
     """Run (or continue) one converged-protocol run and write its record.
 
     The chains are checkpointed after every segment in ``checkpoint_dir/<dataset>/<run-id>/``
@@ -1572,8 +1585,18 @@ def run_converged(run: ConvergedRun, results_dir="results", checkpoint_dir=None)
     chains' second halves) and TDLL / TDAUC-PR / AUC-ROC of the posterior mean probability
     pooled over the chains' last segments; per-chain K and TDLL traces thinned to
     :data:`CONVERGED_TRACE_POINTS` points; the data's fingerprint.
+
+    Checkpointed chains of the same settings but other data (the data file was edited since; the
+    digest of the training matrix and test entries differs) raise ``ValueError`` saying the data
+    changed and naming the folder, unless ``on_stale="recompute"``: then they are deleted and the
+    chains start afresh. A folder of chains of other settings or a damaged checkpoint file raises
+    ``chains.CheckpointError`` naming it (delete the folder, or give another ``checkpoint_dir``).
     """
+    import shutil
+
     from . import chains
+    if on_stale not in ("error", "recompute"):
+        raise ValueError(f"on_stale must be 'error' or 'recompute', got {on_stale!r}")
     from .metrics import auc_roc, bernoulli_tdll, tdauc_pr
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     t_cpu = time.process_time()
@@ -1589,12 +1612,28 @@ def run_converged(run: ConvergedRun, results_dir="results", checkpoint_dir=None)
         kw["T"] = run.T
     if run.split_merge:
         kw["split_merge"] = run.split_merge
-    root = Path(results_dir) / ".chains" if checkpoint_dir is None else Path(checkpoint_dir)
-    cs, summ = chains.run_until_agree(
-        X_train, sampler, starts=run.starts,
-        seeds=[run.seed * 1000 + c for c in range(len(run.starts))], segment=run.segment,
-        max_sweeps=run.max_sweeps, cap_seconds=run.cap_seconds, rhat=run.rhat,
-        var_names=("K", "tdll"), checkpoint=root / run.data.folder / run.run_id, **kw)
+    folder = converged_checkpoint(run, results_dir, checkpoint_dir)
+
+    def chains_of_run():
+        return chains.run_until_agree(
+            X_train, sampler, starts=run.starts,
+            seeds=[run.seed * 1000 + c for c in range(len(run.starts))], segment=run.segment,
+            max_sweeps=run.max_sweeps, cap_seconds=run.cap_seconds, rhat=run.rhat,
+            var_names=("K", "tdll"), burn_in=CONVERGED_BURN_IN, checkpoint=folder, **kw)
+    try:
+        cs, summ = chains_of_run()
+    except chains.CheckpointError as e:
+        if e.kind != "inputs":
+            raise
+        if on_stale == "error":
+            raise ValueError(
+                f"the data changed: {folder} holds chains of {run.data.folder}/{run.run_id} computed "
+                f"from other data than {run.data.describe()} now (fingerprint {run.data.fingerprint()}; "
+                f"the digest of the training matrix and test entries differs from the chains'); pass "
+                f"on_stale='recompute' (command line: --recompute-stale) to discard them and start "
+                f"afresh, or delete the folder") from None
+        shutil.rmtree(folder)
+        cs, summ = chains_of_run()
     prob = np.mean([r.test_prob for r in cs.results], axis=0)
     labels = test[2]
     half = summ["sweeps"] // 2
@@ -1740,6 +1779,8 @@ def _build_parser():
     g.add_argument("--rhat", type=float, default=1.01, help="converged: the R-hat target")
     g.add_argument("--split-merge", type=int, default=0,
                    help="converged: split-merge proposals per sweep (IDEPM, DEPM)")
+    g.add_argument("--checkpoints", metavar="DIR", default=None,
+                   help="converged: folder of the checkpointed chains (default: <results>/.chains)")
     g.add_argument("--baselines", action="store_true",
                    help="score the baselines (popularity, truncated SVD; epm_lib.baselines) on the "
                         "folds instead of fitting models, under both held-out protocols, one file "
@@ -1775,9 +1816,44 @@ def _build_parser():
     return p
 
 
+def _one_line(e) -> str:
+    return " ".join(str(e).split())
+
+
+def _check_writable(folder, hint, create=False):
+    """Before any run: ``folder`` can be written (``create``: it is made if missing), else
+    ``OSError`` naming it and ``hint``. A folder that does not exist yet is checked at its nearest
+    existing parent (which must be a folder in which files can be created)."""
+    folder = Path(folder)
+    try:
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+        probe = folder
+        while not probe.exists() and probe.parent != probe:
+            probe = probe.parent
+        if not probe.is_dir():
+            raise OSError(f"{folder}: cannot be written: {probe} is not a folder; {hint}")
+        fd, tmp = tempfile.mkstemp(dir=probe, prefix=".epm-write-test.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        if e.errno is None:                        # ours, above
+            raise
+        raise OSError(f"{folder}: cannot be written ({e.strerror or e}); {hint}") from None
+
+
+def _check_results_writable(args, folders):
+    hint = "give another results folder with --results DIR (nothing was run)"
+    _check_writable(args.results, hint, create=True)
+    for f in folders:
+        _check_writable(f, hint)
+
+
 def _main_converged(args, runs) -> int:
     """``--converged``: the runs of the grid under the converged protocol, one after the other; a
-    run whose record holds the same settings and data is skipped."""
+    run whose record holds the same settings and data is skipped. A record of the same settings
+    but other data (fingerprints differ: the data file was edited) is stale: an error naming it,
+    unless ``--recompute-stale`` (then it and its checkpointed chains are discarded)."""
     try:
         conv = list(dict.fromkeys(
             ConvergedRun(r.data, r.model, T=r.T, fold=r.fold, seed=r.seed, segment=args.segment,
@@ -1785,28 +1861,62 @@ def _main_converged(args, runs) -> int:
                          split_merge=args.split_merge if MODELS[r.model][0] in ("IDEPM", "DEPM") else 0,
                          n_folds=r.n_folds, cv_seed=r.cv_seed) for r in runs))
     except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {_one_line(e)}", file=sys.stderr)
         return 1
-    todo = []
-    for c in conv:
-        path = c.path(args.results)
-        try:
-            rec = read_converged(path) if path.exists() else None
-        except (ValueError, OSError):
-            rec = None
-        if rec is not None and rec["settings"] == c.settings() \
-                and rec["data"]["fingerprint"] == c.data.fingerprint():
-            continue
-        todo.append(c)
+    todo, stale = [], {}
+    try:
+        for c in conv:
+            path = c.path(args.results)
+            try:
+                rec = read_converged(path) if path.exists() else None
+            except (ValueError, OSError):
+                rec = None
+            if rec is not None and rec.get("settings") == c.settings():
+                if rec["data"]["fingerprint"] == c.data.fingerprint():
+                    continue
+                stale[c] = rec["data"]["fingerprint"]
+            todo.append(c)
+    except (ValueError, OSError) as e:             # a data set that cannot be read
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    note = f" ({len(stale)} of other data: stale" + (", recomputed)" if args.recompute_stale else ")") \
+        if stale else ""
     print(f"{len(conv)} converged-protocol runs in {args.results}/: {len(conv) - len(todo)} done, "
-          f"{len(todo)} to run: {_short_list([c.run_id for c in todo], 12, args.verbose)}")
+          f"{len(todo)} to run{note}: {_short_list([c.run_id for c in todo], 12, args.verbose)}")
+    if stale and not args.recompute_stale:
+        lines = [f"the data changed: {len(stale)} converged record(s) hold the same settings but were "
+                 f"computed from other data (fingerprints differ):"]
+        for c, fp in stale.items():
+            lines.append(f"  {c.path(args.results)}: data fingerprint {fp}, but {c.data.describe()} "
+                         f"now has {c.data.fingerprint()}")
+        lines.append("Pass --recompute-stale to discard these records and their checkpointed chains "
+                     f"(in {converged_checkpoint(next(iter(stale)), args.results, args.checkpoints).parent}/) "
+                     "and recompute them, or write the new results to another folder (--results DIR).")
+        print("error: " + "\n".join(lines), file=sys.stderr)
+        return 1
     if args.dry_run:
         return 0
+    try:
+        specs = list(dict.fromkeys(c.data for c in conv))
+        _check_results_writable(args, [Path(args.results) / s.folder / "converged" for s in specs])
+        root = Path(args.results) / ".chains" if args.checkpoints is None else Path(args.checkpoints)
+        _check_writable(root, "give another checkpoint folder with --checkpoints DIR (nothing was run)",
+                        create=args.checkpoints is not None)
+    except OSError as e:
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    on_stale = "recompute" if args.recompute_stale else "error"
     for c in todo:
         try:
-            rec = run_converged(c, args.results)
+            if c in stale:                         # discard the record of other data first
+                c.path(args.results).unlink(missing_ok=True)
+            rec = run_converged(c, args.results, args.checkpoints, on_stale=on_stale)
         except (ValueError, OSError) as e:
-            print(f"error: {c.data.folder}/{c.run_id}: {e}", file=sys.stderr)
+            print(f"error: {c.data.folder}/{c.run_id}: {_one_line(e)}", file=sys.stderr)
+            return 1
+        except Exception as e:                     # never a raw traceback: say what and where
+            print(f"error: {c.data.folder}/{c.run_id}: {type(e).__name__}: {_one_line(e)}",
+                  file=sys.stderr)
             return 1
         d = rec["diagnostics"]
         print(f"{c.data.folder}/{c.run_id}: {rec['stopped']} after {rec['sweeps']} sweeps "
@@ -1815,19 +1925,96 @@ def _main_converged(args, runs) -> int:
     return 0
 
 
+_UNSET = object()
+
+
+def _given_options(parser, argv) -> set:
+    """The destinations of the options given on the command line (whatever their value: an option
+    given with its default value counts as given)."""
+    saved = [(a, a.default) for a in parser._actions if a.dest != argparse.SUPPRESS]
+    try:
+        for a, _ in saved:
+            a.default = _UNSET
+        ns = parser.parse_args(argv)
+    finally:
+        for a, d in saved:
+            a.default = d
+    return {k for k, v in vars(ns).items() if v is not _UNSET}
+
+
+_FLAG = {"n_iter": "--n-iter", "n_avg": "--n-avg", "jobs": "--jobs", "dask_local": "--dask-local",
+         "dask_scheduler": "--dask-scheduler", "segment": "--segment", "max_sweeps": "--max-sweeps",
+         "cap_seconds": "--cap-seconds", "rhat": "--rhat", "split_merge": "--split-merge",
+         "checkpoints": "--checkpoints", "models": "--models", "T": "--T", "K_init": "--K-init",
+         "seeds": "--seeds", "threshold": "--threshold", "sep": "--sep", "square": "--square"}
+_CONVERGED_ONLY = ("segment", "max_sweeps", "cap_seconds", "rhat", "split_merge", "checkpoints")
+
+
+def _refuse_ignored(args, given, specs, models):
+    """``ValueError`` naming an option that the chosen mode (grid, ``--converged``,
+    ``--baselines``), the models or the data sets would ignore."""
+    if args.converged and args.baselines:
+        raise ValueError("--converged and --baselines are two different runs: give one")
+    if (args.converged or args.baselines) and args.heldout != "zeros":
+        raise ValueError("--heldout missing is for model runs of Sec. 5's protocol (the baselines are "
+                         "scored under both protocols; the converged protocol holds the entries out as zeros)")
+    if args.converged and args.K_init is not None:
+        raise ValueError("--K-init is not for --converged: its chains start from one atom and from many")
+    if args.baselines:
+        for k in ("models", "T", "K_init", "seeds", "n_iter", "n_avg", "jobs", "dask_local",
+                  "dask_scheduler") + _CONVERGED_ONLY:
+            if k in given:
+                raise ValueError(f"{_FLAG[k]} is not used by --baselines (it scores the baselines on "
+                                 f"the folds, in this process, under both held-out protocols): leave it out")
+    elif args.converged:
+        for k in ("n_iter", "n_avg"):
+            if k in given:
+                raise ValueError(f"{_FLAG[k]} is not used by --converged: its chains run in segments "
+                                 f"(--segment) until they agree (--rhat) or a cap (--max-sweeps, "
+                                 f"--cap-seconds): leave it out")
+        for k in ("jobs", "dask_local", "dask_scheduler"):
+            if k in given:
+                raise ValueError(f"{_FLAG[k]} is not used by --converged: its runs go one after the "
+                                 f"other in this process: leave it out")
+        if "split_merge" in given and args.split_merge and \
+                not any(MODELS[m][0] in ("IDEPM", "DEPM") for m in models):
+            raise ValueError(f"--split-merge is for the IDEPM and the DEPM; none of the models "
+                             f"{', '.join(models)} uses it: leave it out")
+    else:
+        for k in _CONVERGED_ONLY:
+            if k in given:
+                raise ValueError(f"{_FLAG[k]} is for --converged runs; the grid of Sec. 5's "
+                                 f"protocol does not use it: leave it out (or add --converged)")
+        if "jobs" in given and (args.dask_local or args.dask_scheduler):
+            raise ValueError("--jobs is not used with --dask-local / --dask-scheduler (the Dask "
+                             "workers run the runs): leave it out")
+    if not any(s.path is not None for s in specs):
+        for k in ("threshold", "sep", "square"):
+            if k in given:
+                raise ValueError(f"{_FLAG[k]} is for reading your own file; "
+                                 f"{', '.join(s.folder for s in specs)} is a built-in data set: leave it out")
+
+
 def main(argv=None) -> int:
-    """The command line (``python -m epm_lib.experiments --help``). Returns the exit code."""
+    """The command line (``python -m epm_lib.experiments --help``). Returns the exit code.
+
+    Options that the chosen mode (Sec. 5's grid, ``--converged``, ``--baselines``), the models or
+    the data sets would not use are refused (exit code 2), so that no option is silently ignored;
+    the results folder (and the converged protocol's checkpoint folder) is checked to be writable
+    before any run starts."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    given = _given_options(parser, argv)
     try:
         file_options = {k: v for k, v in (("threshold", args.threshold), ("sep", args.sep))
                         if v is not None}
         if args.square:
             file_options["square"] = True
         specs = [DataSpec.parse(d, data_dir=args.data_dir, **file_options) for d in args.dataset]
+        models = [_canonical_model(m) for m in args.models]
+        _refuse_ignored(args, given, specs, models)
         if args.baselines:
             folds = _parse_folds(_fold_tokens(args.folds), args.n_folds)
-        models = [_canonical_model(m) for m in args.models]
         if args.T is not None and all(MODELS[m][0] == "IDEPM" for m in models):
             raise ValueError(f"--T {' '.join(map(str, args.T))} given, but the IDEPM is not "
                              f"truncated (use --K-init for its initial number of atoms)")
@@ -1837,13 +2024,6 @@ def main(argv=None) -> int:
                     n_folds=args.n_folds, cv_seed=args.cv_seed, heldout=args.heldout)
     except ValueError as e:                        # includes datasets.DataError
         parser.error(str(e))
-    if args.converged and args.baselines:
-        parser.error("--converged and --baselines are two different runs: give one")
-    if (args.converged or args.baselines) and args.heldout != "zeros":
-        parser.error("--heldout missing is for model runs of Sec. 5's protocol (the baselines are "
-                     "scored under both protocols; the converged protocol holds the entries out as zeros)")
-    if args.converged and args.K_init is not None:
-        parser.error("--K-init is not for --converged: its chains start from one atom and from many")
     if args.converged:
         return _main_converged(args, runs)
     if args.baselines:
@@ -1851,6 +2031,7 @@ def main(argv=None) -> int:
             print(f"baselines of {', '.join(s.folder for s in specs)} on folds {folds}")
             return 0
         try:
+            _check_results_writable(args, [Path(args.results) / s.folder / "baselines" for s in specs])
             for spec in specs:
                 recs = run_baselines(spec, folds, args.results, args.n_folds, args.cv_seed,
                                      progress=not args.no_progress,
@@ -1884,6 +2065,11 @@ def main(argv=None) -> int:
         return 1
     if args.dry_run:
         return 0
+    try:
+        _check_results_writable(args, [Path(args.results) / s.folder for s in specs])
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     cluster = client = None
     on_stale = "recompute" if args.recompute_stale else "error"
     try:
