@@ -33,6 +33,7 @@ from numba import njit
 from scipy.stats import chisquare
 
 from .models import idepm, moves
+from .interrupt import deferred_sigint
 
 __all__ = ["INSTANCES", "MUTATIONS", "THIN", "ExactnessTest", "partition_test",
            "exact_conditional", "set_partitions", "pooled_chisquare", "pool_cells"]
@@ -282,10 +283,11 @@ def partition_test(model, instance, *, alpha1=1.0, alpha2=1.0, gamma0=1.0, T=Non
     base = M if Tm == 0 else Tm
     index = {_code(s, base): n for n, s in enumerate(states)}
     z0 = np.zeros(M, np.int64)
-    codes, stats = _chain_codes(np.random.default_rng(seed), rows, cols, offsets, z0, I, J,
-                                float(alpha1), float(alpha2), float(gamma0), np.int64(Tm),
-                                np.int64(n_samples), np.int64(thin), np.int64(n_scans),
-                                np.int64(mut), np.int64(units))
+    with deferred_sigint():     # one kernel call: Ctrl-C is delivered when it returns
+        codes, stats = _chain_codes(np.random.default_rng(seed), rows, cols, offsets, z0, I, J,
+                                    float(alpha1), float(alpha2), float(gamma0), np.int64(Tm),
+                                    np.int64(n_samples), np.int64(thin), np.int64(n_scans),
+                                    np.int64(mut), np.int64(units))
     counts = np.bincount(np.array([index[c] for c in codes]), minlength=len(states))
     if counts[probs == 0].sum():
         raise RuntimeError("the chain left the closed class of its moves")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .distributions import cepm_grid
+from .interrupt import deferred_sigint
 from .models import gamma_epm, depm, idepm, moves
 from .models.common import sample_latent_counts  # noqa: F401  (the m-step the sweeps call)
 
@@ -165,6 +166,14 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
     (1: the merge without its reverse split's probability), to measure the test's power
     against it.
     """
+    with deferred_sigint() as guard:         # Ctrl-C between sweeps, never inside a kernel call
+        return _successive_draws(model, n, I=I, J=J, T=T, e0=e0, f0=f0, seed=seed, a_update=a_update,
+                                 m_step=m_step, split_merge=split_merge, mask=mask,
+                                 moves_mutation=moves_mutation, guard=guard)
+
+
+def _successive_draws(model, n, *, I, J, T, e0, f0, seed, a_update, m_step, split_merge, mask,
+                      moves_mutation, guard):
     if moves_mutation and (model != "IDEPM" or not split_merge):
         raise ValueError("moves_mutation needs the IDEPM with split_merge > 0")
     if mask is None:
@@ -204,6 +213,7 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
             rows, cols, n_ones = entries(m)
             offsets, z = _seating_from_counts(m, rows, cols)
             _record(out, t, model, h, None, m)
+            guard.check()
         return out
     R, C, lam = _params_prior(model, rng, h, I, J, T)
     m_ik = np.zeros((I, T), dtype=np.int64)
@@ -220,6 +230,7 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
         else:
             gamma_epm.epm_sweep(rng, rows, cols, R, C, lam, h, m_ik, m_jk, m_k, e0, f0,
                                 model == "CEPM", float(I), float(J), paper, grid, n_ones)
+        guard.check()
     return out
 
 
