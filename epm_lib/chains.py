@@ -13,6 +13,7 @@ the part of the chains after a burn-in.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import dataclass
 from numbers import Integral, Real
@@ -20,6 +21,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from .fit import concat, fit, FitResult, load_result
+from .interrupt import ignore_sigint_in_worker
 
 __all__ = ["ChainSet", "fit_chains", "to_inference_data", "diagnostics", "TRACE_NAMES",
            "run_until_agree", "min_segment", "check_segment", "traced_names", "CheckpointError"]
@@ -178,7 +180,9 @@ def _check_starts_seeds(starts, seeds):
     return starts, seeds
 
 
-def _one_chain(X, model, K_init, seed, kwargs):
+def _one_chain(X, model, K_init, seed, kwargs, parent_pid=None):
+    if parent_pid is not None:           # a pool's worker: Ctrl-C is the parent's to handle
+        ignore_sigint_in_worker(parent_pid)
     return fit(X, model, K_init=K_init, seed=seed, **kwargs)
 
 
@@ -201,7 +205,7 @@ def fit_chains(X, model, *, starts=(1, 100), seeds=None, n_jobs=1, **fit_kwargs)
         results = [_one_chain(X, model, k, s, fit_kwargs) for k, s in zip(starts, seeds)]
     else:
         from joblib import Parallel, delayed
-        results = Parallel(n_jobs=n_jobs)(delayed(_one_chain)(X, model, k, s, fit_kwargs)
+        results = Parallel(n_jobs=n_jobs)(delayed(_one_chain)(X, model, k, s, fit_kwargs, os.getpid())
                                           for k, s in zip(starts, seeds))
     return ChainSet(results=list(results), starts=starts, seeds=seeds)
 

@@ -59,6 +59,7 @@ import scipy.sparse as sp
 
 from . import datasets as _datasets
 from .fit import DEFAULT_K_INIT, fit, missing_mask, prepare_matrix
+from .interrupt import ignore_sigint_in_worker
 
 __all__ = [
     "PAPER_T", "PAPER_MODELS", "MODELS", "RECORD_FORMAT",
@@ -1102,6 +1103,7 @@ def _execute(run: Run, grid_pid=None, fingerprint=None):
     _CURRENT[0] = run.key
     if grid_pid is not None:
         _watch_parent(grid_pid)
+        ignore_sigint_in_worker(grid_pid)    # Ctrl-C is the grid's process's to handle
     try:
         if fingerprint is not None and run.data.fingerprint() != fingerprint:
             raise _datasets.DataError(

@@ -85,3 +85,16 @@ class deferred_sigint:
             self.hits = 0
             self._deliver()
         return False
+
+
+def ignore_sigint_in_worker(parent_pid):
+    """In a worker process of a pool (joblib/loky) started by process ``parent_pid``: ignore SIGINT.
+
+    Ctrl-C in a terminal reaches every process of the foreground group, workers included. The
+    parent stops the pool (its ``KeyboardInterrupt`` ends joblib's loop, which terminates the
+    workers); a worker that also raised would only print a second traceback. Nothing happens
+    when the "worker" is the parent itself (a sequential backend).
+    """
+    import os
+    if os.getpid() != parent_pid and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

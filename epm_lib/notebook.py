@@ -22,7 +22,7 @@ import math
 import numbers
 import os
 
-__all__ = ["versions", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies"]
+__all__ = ["versions", "import_arviz", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies"]
 
 INJECTED_HEADER = "# Parameters"
 
@@ -208,3 +208,10 @@ def versions(*extra) -> str:
              f"numba {numba.__version__}", f"epm_lib {__version__}"]
     parts += [f"{m.__name__} {m.__version__}" for m in extra]
     return ", ".join(parts)
+
+
+def import_arviz():
+    """``arviz``, imported without the FutureWarning that arviz 0.23 prints on its first import of
+    each day (a chapter's output must not depend on the date or on what ran before it)."""
+    from .chains import _arviz
+    return _arviz()

@@ -129,3 +129,65 @@ def test_deferred_sigint_delivers_at_exit_and_keeps_ignored():
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, old)
+
+
+POOL_CHILD = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import epm_lib
+    from epm_lib import experiments as ex
+
+    mode, folder = sys.argv[1], sys.argv[2]
+    X = (np.random.default_rng(0).random((100, 100)) < 0.1).astype(np.int8)
+    # a first short call starts the pool's workers (joblib reuses them): the interrupt meets
+    # running workers (a worker still importing at Ctrl-C prints its own traceback, before
+    # ignore_sigint_in_worker can run)
+    if mode == "grid":
+        ex.run_grid(dict(datasets=["toy90"], models=["EPM"], T=[2], folds=range(2), n_iter=3, n_avg=1),
+                    results_dir=folder + "-warm", n_jobs=2, progress=False)
+    else:
+        epm_lib.fit_chains(X, "IDEPM", starts=(1, 50), n_iter=4, n_avg=1, n_jobs=2)
+    print("go", flush=True)
+    try:
+        if mode == "grid":
+            ex.run_grid(dict(datasets=["toy90"], models=["EPM", "IDEPM"], T=[4], folds=range(10),
+                             n_iter=400), results_dir=folder, n_jobs=2, progress=False)
+        else:
+            epm_lib.fit_chains(X, "IDEPM", starts=(1, 50), n_iter=10 ** 6, n_avg=1, n_jobs=2)
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+""")
+
+
+@pytest.mark.parametrize("mode", ["grid", "chains"])
+def test_ctrl_c_to_a_process_pool_is_clean(mode, tmp_path):
+    """Ctrl-C in a terminal signals the whole process group: the parent ends with one
+    KeyboardInterrupt, the workers print no traceback and are gone, no half-written record."""
+    for trial, delay in enumerate((0.3, 2.0)):
+        folder = tmp_path / f"res{trial}"
+        proc = subprocess.Popen([sys.executable, "-c", POOL_CHILD, mode, str(folder)], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            assert _readline(proc, 300) == "go"
+            time.sleep(delay)
+            os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        assert out.strip() == "interrupted", (out, err[-3000:])
+        assert "Traceback" not in err, err[-3000:]
+        deadline = time.time() + 10            # the pool's workers exit with the parent
+        while time.time() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("worker processes outlived the interrupted parent by 10 s")
+        if mode == "grid" and folder.exists():
+            names = [p.name for p in folder.rglob("*") if p.is_file()]
+            assert all(n.endswith(".json") and not n.startswith(".") for n in names), names
