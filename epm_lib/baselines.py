@@ -30,6 +30,14 @@ For the fold protocol the mask of the test entries is
 Memory: everything is O(nnz + number of scored entries + (I + J) k); the training matrix is
 never made dense (MovieLens1M, 6040 x 3706, would be 180 MB as float64), and the SVD's factors
 are gathered at the scored entries a chunk at a time.
+
+The same numbers on every CPU: the SVD's factors come out of BLAS, whose kernels and summation
+order differ between CPU families and thread counts, so its scores differ in their last bits
+from one machine to another, and entries whose scores are equal in exact arithmetic (nodes with
+the same neighbours, the two directions of a pair of an undirected network) would be ranked by
+rounding noise -- TDAUC-PR and AUC-ROC then depend on the CPU. The SVD's scores are therefore
+snapped to a power-of-two grid about 1e-9 of their scale (``SNAP_BITS``, :func:`_snap`) before
+the calibration and the ranking, so that such near-ties are exact ties on every CPU.
 """
 from __future__ import annotations
 
@@ -56,6 +64,8 @@ DEFAULT_PSEUDO = 0.5
 PROB_EPS = 1e-12
 #: Floats gathered at once by the k-dim dot products (two arrays of 2 MB at most).
 _CHUNK_FLOATS = 1 << 18
+#: The SVD's scores are snapped to multiples of 2**-SNAP_BITS times their scale (:func:`_snap`).
+SNAP_BITS = 30
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,6 +200,34 @@ def _reconstruct(US, V, rows, cols, k=None):
     return out
 
 
+def _quantum(s):
+    """The grid step of :func:`_snap` for the scores ``s``: ``2**-SNAP_BITS`` times their scale,
+    the least power of two above ``max|s| * (1 + 2**-20)`` -- a power of two, so that snapping
+    is exact arithmetic. The factor moves the one place where the scale jumps away from the
+    powers of two themselves (a reconstruction of a 0/1 matrix is often 1 up to rounding, and
+    ``max|s|`` = 1 - 1e-16 or 1 + 1e-16 must give the same grid)."""
+    m = float(np.max(np.abs(s), initial=0.0))
+    if not (math.isfinite(m) and m > 0):
+        return None
+    return math.ldexp(1.0, math.frexp(m * (1 + 2.0 ** -20))[1] - SNAP_BITS)
+
+
+def _snap(s, q):
+    """``s`` rounded to the nearest multiple of ``q`` (a power of two; None: unchanged).
+
+    Why: the scores are sums of products of factors that BLAS computes (the randomized SVD's
+    products, QR and LU), whose kernels and summation order differ between CPUs and thread
+    counts; the scores then differ in their last bits from one CPU to another. Entries whose
+    scores are equal in exact arithmetic (structurally equivalent nodes, the two directions of
+    a pair of an undirected network) would be ranked by rounding noise, and TDAUC-PR and AUC-ROC
+    would change with the CPU. On the grid they are exact ties on every CPU (unless a score lies
+    within rounding noise of a midpoint of the grid, about one in 10^6). ``s / q`` and the
+    product with ``q`` are exact (``q`` is a power of two), so snapping adds no rounding."""
+    if q is None:
+        return s
+    return np.rint(s / q) * q
+
+
 def _sample_zeros(ones_all, mkeys, I, J, n_neg, rng):
     """Keys of observed zeros (neither ones nor masked): all of them if there are at most
     ``n_neg``, else ``n_neg`` drawn uniformly with replacement (rejection sampling of linear
@@ -312,7 +350,12 @@ def svd_scores(X_train, rows, cols, k=DEFAULT_K, mask=None, seed=0, calibration=
        ``random_state=seed``) of the sparse training matrix, the ones of observed entries as
        1.0 and everything else 0 ("PureSVD": unobserved and held-out entries are zeros of the
        factorised matrix, as for the EPM). The score of (i, j) is the reconstruction
-       ``s_ij = (U_k Sigma_k V_k^T)_ij``, computed only at the entries asked for.
+       ``s_ij = (U_k Sigma_k V_k^T)_ij``, computed only at the entries asked for, and rounded to
+       a multiple of ``2**-SNAP_BITS`` (about 1e-9) times the scale of the calibration scores
+       (the least power of two above their largest magnitude; one grid for the calibration and
+       the scored entries): scores equal in exact arithmetic, which BLAS leaves unequal in
+       their last bits differently on every CPU, become exact ties, so that the ranking and the
+       metrics do not depend on the CPU. Distinct scores closer than that are ties too.
     2. Calibrate: a reconstruction is not a probability (it can be negative or above 1), so
        TDLL would be meaningless on it. A map from scores to probabilities is fitted by
        weighted maximum likelihood:
@@ -363,7 +406,7 @@ def svd_scores(X_train, rows, cols, k=DEFAULT_K, mask=None, seed=0, calibration=
 
     Requires ``1 <= k < min(I, J)``. Deterministic given ``seed``. Returns a float64 array of
     probabilities in ``[PROB_EPS, 1 - PROB_EPS]``; with ``return_scores=True`` the pair
-    ``(probabilities, raw reconstructions)``. Memory: O((I + J) k + nnz + entries).
+    ``(probabilities, reconstructions on the grid)``. Memory: O((I + J) k + nnz + entries).
     """
     I, J, ones = _train_matrix(X_train)
     rows, cols = _entries(rows, cols, I, J)
@@ -408,6 +451,8 @@ def svd_scores(X_train, rows, cols, k=DEFAULT_K, mask=None, seed=0, calibration=
         pos = obs
     cal = np.concatenate([pos, zeros])
     s_cal = _reconstruct(US, V, cal // J, cal % J)
+    q = _quantum(s_cal)                   # one grid for the calibration and the scored entries
+    s_cal = _snap(s_cal, q)
     y = np.concatenate([np.ones(pos.size, np.int8), np.zeros(zeros.size, np.int8)])
     # ones weighted 1 / (share hidden): the hidden ones stand for the ones among a random share
     # of all entries, so the base rate is the training matrix's density (that of test entries)
@@ -417,7 +462,7 @@ def svd_scores(X_train, rows, cols, k=DEFAULT_K, mask=None, seed=0, calibration=
     if calibration == "holdout":
         US, V = _factors(I, J, obs, int(k), int(seed), int(n_iter))
 
-    s = _reconstruct(US, V, rows, cols)
+    s = _snap(_reconstruct(US, V, rows, cols), q)
     p = to_prob(s)
     return (p, s) if return_scores else p
 
@@ -435,8 +480,9 @@ def select_k(X_train, ks=DEFAULT_KS, mask=None, seed=0, holdout=0.1, n_neg=None,
     the rest (``TruncatedSVD``, ``random_state=seed``), and for each ``k`` in ``ks`` (those with
     ``1 <= k < min(I, J)``) the rank-``k`` truncation of it scores the hidden ones against
     ``n_neg`` zeros drawn uniformly (weighted as in :func:`svd_scores`, so that the ones' share
-    is the density). Returns the ``k`` of highest weighted average precision (the smallest on a
-    tie); with ``return_scores=True`` the pair ``(k, {k: average precision})``.
+    is the density), its scores snapped to the grid of :func:`svd_scores` (one grid per ``k``).
+    Returns the ``k`` of highest weighted average precision (the smallest on a tie); with
+    ``return_scores=True`` the pair ``(k, {k: average precision})``.
     """
     from sklearn.metrics import average_precision_score
 
@@ -478,7 +524,8 @@ def select_k(X_train, ks=DEFAULT_KS, mask=None, seed=0, holdout=0.1, n_neg=None,
     w = np.concatenate([np.full(pos.size, obs.size / pos.size), np.full(zeros.size, w0)])
     ap = {}
     for k in ks:
-        ap[k] = float(average_precision_score(y, _reconstruct(US, V, r, c, k), sample_weight=w))
+        s = _reconstruct(US, V, r, c, k)
+        ap[k] = float(average_precision_score(y, _snap(s, _quantum(s)), sample_weight=w))
     best = max(ks, key=lambda k: (ap[k], -k))
     return (best, ap) if return_scores else best
 
