@@ -22,7 +22,7 @@ import math
 import numbers
 import os
 
-__all__ = ["versions", "import_arviz", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies"]
+__all__ = ["versions", "import_arviz", "quiet_first_run", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies"]
 
 INJECTED_HEADER = "# Parameters"
 
@@ -215,3 +215,23 @@ def import_arviz():
     each day (a chapter's output must not depend on the date or on what ran before it)."""
     from .chains import _arviz
     return _arviz()
+
+
+def quiet_first_run():
+    """Do, silently, what libraries do noisily the first time they run on a machine.
+
+    A chapter's first cell calls this before ``%matplotlib inline``, so that a first run on a
+    fresh machine prints what the tenth prints: matplotlib builds its font cache on first import
+    and, if that takes more than 5 seconds (a busy machine), a timer thread logs "Matplotlib is
+    building the font cache" to stderr, in whatever cell runs then. Here the cache is built with
+    that logger held at ERROR, then the logger is restored.
+    """
+    import logging
+
+    log = logging.getLogger("matplotlib.font_manager")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        import matplotlib.font_manager  # noqa: F401  (builds or reads the font cache)
+    finally:
+        log.setLevel(level)

@@ -142,3 +142,34 @@ def test_papermill_refuses_unknown_parameter_and_invalid_value(tmp_path):
     err = run_chapter(tmp_path, n_draws=1)
     assert err.ename == "ValueError"
     assert "n_draws = 1" in err.evalue and "an integer >=" in err.evalue
+
+
+QUIET_CHILD = """
+import sys, threading, time
+class NowTimer(threading.Timer):           # matplotlib's 'building the font cache' notice waits
+    def __init__(self, interval, fn, *a, **k):   # 5 s; here it fires at once, as on a slow machine
+        super().__init__(0.0, fn, *a, **k)
+threading.Timer = NowTimer
+if sys.argv[1] == "quiet":
+    from epm_lib.notebook import quiet_first_run
+    quiet_first_run()
+import matplotlib.pyplot
+time.sleep(0.3)
+"""
+
+
+def test_quiet_first_run_silences_the_font_cache_notice(tmp_path):
+    """A chapter's first cell calls quiet_first_run before %matplotlib inline: on a fresh machine
+    (no font cache) whose cache takes long to build, nothing reaches stderr; without it, the
+    notice does (so the test can fail)."""
+    import subprocess
+    import sys
+    errs = {}
+    for mode in ("quiet", "plain"):
+        env = dict(os.environ, MPLCONFIGDIR=str(tmp_path / mode))
+        proc = subprocess.run([sys.executable, "-c", QUIET_CHILD, mode], env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        errs[mode] = proc.stderr
+    assert errs["quiet"] == ""
+    assert "building the font cache" in errs["plain"]
