@@ -19,6 +19,7 @@ from .distributions import cepm_grid
 from .interrupt import deferred_sigint
 from .metrics import bernoulli_tdll, tdauc_pr, auc_roc
 from .models import common, gamma_epm, depm, idepm, moves
+from . import starts
 
 __all__ = ["fit", "FitResult", "MODELS", "prepare_matrix", "init_state", "DEFAULT_K_INIT",
            "DEFAULT_SPLIT_MERGE", "concat", "load_result", "CHAIN_STATE", "missing_mask", "mask_entries"]
@@ -371,6 +372,17 @@ def _check_mask(mask, I, J, rows, cols):
     return key // J, key % J
 
 
+def _check_hold(hold, model):
+    """``fit(hold=...)``: None or (sweeps >= 1, cap > 0 finite) -> a tuple (int, float)."""
+    if hold is None:
+        return None
+    names = "a1, a2" if model in ("EPM", "CEPM") else "alpha1, alpha2"
+    if not isinstance(hold, (tuple, list)) or len(hold) != 2:
+        raise ValueError(f"hold must be None or a pair (sweeps, cap): cap {names} at cap for the first "
+                         f"sweeps iterations, e.g. hold=(300, 0.1); got {hold!r}")
+    return _check_int("hold's sweeps", hold[0], 1), _check_pos("hold's cap", hold[1])
+
+
 def _check_int(name, v, lo):
     if isinstance(v, bool) or not isinstance(v, Integral) or v < lo:
         raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
@@ -689,8 +701,12 @@ def _compact(idx, test_idx, n):
 # initial state
 # ----------------------------------------------------------------------------------------------
 
-def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
+def init_state(model, rng, I, J, rows, cols, T=None, K_init=None, init=None, missing=None, symmetric=False):
     """The initial state of a sampler (documented in the Part II chapters).
+
+    ``init="data"``: the data-driven start of ``epm_lib.starts.data_start`` (``missing``: the
+    (rows, cols) of masked entries, ``symmetric``: an undirected network); ``K_init`` unused.
+    Otherwise (None, "paper" for the truncated models, "random" for the IDEPM) as follows.
 
     Hyperparameters start at 1. EPM/CEPM: U, V drawn from Gamma(1, 1) (for the CEPM
     its first sweep then sets b1 = I a1, b2 = J a2);
@@ -704,6 +720,8 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
     IDEPM: one customer per one of X, seated uniformly at random at
     ``K_init`` atoms.
     """
+    if init == "data":
+        return starts.data_start(model, rng, I, J, rows, cols, T=T, missing=missing, symmetric=symmetric)
     if model in ("EPM", "CEPM", "DEPM"):
         K0 = T if K_init is None else K_init
         lam = np.zeros(T)
@@ -734,7 +752,7 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None):
 
 def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=None,
         a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None, split_merge=None, resume=None,
-        mask=None, keep_samples=None, symmetric=False):
+        mask=None, keep_samples=None, symmetric=False, init=None, hold=None):
     """Run a Gibbs sampler of the EPM, CEPM, DEPM (truncated at ``T``) or IDEPM on a binary matrix.
 
     Parameters
@@ -763,6 +781,18 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         left out of the likelihood exactly (its latent count is drawn from the Poisson of
         Eq. (1) each sweep, data augmentation; cost O(missing entries x atoms) per sweep). A
         one of X under the mask is an error.
+    init : the start. None (default): today's, named "paper" for the EPM, CEPM, DEPM (the
+        gamma process's mass on the first ``K_init`` atoms, all T by default) and "random" for
+        the IDEPM (customers seated at random over ``K_init`` atoms); "data": a Poisson-NMF
+        start whose number of atoms is chosen from X (``epm_lib.starts``; ``K_init`` must then
+        not be given). Recorded in ``settings["init"]`` (``settings["K_start"]``: atoms with mass
+        at the start, ``settings["init_seconds"]``: the start's wall time, not in ``seconds``).
+    hold : None, or (sweeps, cap): a burn-in hold. For the chain's first ``sweeps`` iterations,
+        after each sweep the shape parameters alpha1, alpha2 (DEPM, IDEPM) or a1, a2 (EPM, CEPM)
+        are capped at ``cap`` (keeps atoms sharp while the chain finds the data's structure);
+        afterwards the exact kernel runs untouched. The hold must end before the last ``n_avg``
+        iterations (the averaged samples come from the exact kernel). Counted from the chain's
+        first iteration (a resumed chain continues the count). Recorded in ``settings["hold"]``.
     K_init : number of atoms the chain starts on. IDEPM: the customers start spread over
         ``K_init`` atoms (default ``DEFAULT_K_INIT`` = 100, capped at the number of ones).
         EPM, CEPM, DEPM: 1 <= K_init <= T; the gamma process's mass starts on the first
@@ -816,6 +846,14 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
                          f"seating); the {model} has none (got split_merge={split_merge!r})")
     else:
         split_merge = 0
+    if init is not None and (not isinstance(init, str) or init not in starts.INITS[model]):
+        raise ValueError(f"unknown init {init!r} for the {model}; choose None (today's start, "
+                         f"{starts.INITS[model][0]!r}) or one of {', '.join(map(repr, starts.INITS[model]))}")
+    if init == "data" and K_init is not None:
+        raise ValueError("init='data' chooses the number of atoms from the data: K_init must not be given "
+                         f"(K_init belongs to init={starts.INITS[model][0]!r})")
+    if init is not None and resume is not None:
+        raise ValueError(f"resume continues a chain from its state: init must not be given (got init={init!r})")
     if model == "IDEPM":
         if T is not None:
             raise ValueError("the IDEPM is not truncated: T must be None")
@@ -827,6 +865,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         K_init = T if K_init is None else _check_int("K_init", K_init, 1)
         if K_init > T:
             raise ValueError(f"K_init = {K_init} exceeds the truncation level T = {T}")
+    if init == "data":
+        K_init = None
     n_iter = _check_int("n_iter", n_iter, 1)
     n_avg = _check_int("n_avg", n_avg, 1)
     if keep_samples is not None:
@@ -857,8 +897,14 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     e_rows, e_cols = (rows, cols) if not mrows.size else (np.concatenate([rows, mrows]),
                                                            np.concatenate([cols, mcols]))
 
+    hold = _check_hold(hold, model)
+    if init == "data" and resume is None:
+        starts.check_enough(I, J, nnz)
     rng = np.random.default_rng(seed)
-    st = init_state(model, rng, I, J, rows, cols, T=T, K_init=K_init)
+    t_init = time.perf_counter()
+    st = init_state(model, rng, I, J, rows, cols, T=T, K_init=K_init, init=init,
+                    missing=(mrows, mcols) if mrows.size else None, symmetric=symmetric)
+    t_init = time.perf_counter() - t_init
     digest = _data_digest(I, J, e_rows, e_cols, test, nnz)
     start_iter, elapsed = 0, 0.0
     if resume is not None:              # continue a chain: its state and its random streams
@@ -871,6 +917,14 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         start_iter = resume.settings["start_iter"] + resume.settings["n_iter"]
         elapsed = float(resume.seconds[-1])
     start_seconds = elapsed
+    if hold is not None and start_iter + n_iter - n_avg < hold[0]:
+        raise ValueError(f"hold = {hold}: its {hold[0]} sweeps reach into the last n_avg = {n_avg} iterations "
+                         f"(iterations {start_iter}..{start_iter + n_iter - 1}); the averaged samples must "
+                         f"come from the exact kernel: hold fewer sweeps or run longer")
+    init = resume.settings.get("init") if resume is not None else (init or starts.INITS[model][0])
+    K_start = (int(st["z"].max()) + 1 if model == "IDEPM" else int(np.count_nonzero(st["lam"]))) \
+        if resume is None else None
+    hold_idx = [gamma_epm.A1, gamma_epm.A2] if model in ("EPM", "CEPM") else [depm.ALPHA1, depm.ALPHA2]
     # The IDEPM's count tables (and its phi, psi) need only the rows and columns that carry ones
     # or test entries: the others hold no customers (a factor 1 in Eq. (5)) and enter the sampler
     # only through I and J. Kernels see compact indices; memory O(nnz + (I' + J') K+).
@@ -964,6 +1018,10 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
                                                                *st["h"][[idepm.ALPHA1, idepm.ALPHA2, idepm.C0]],
                                                                I, J)
                     st.update(phi=R, psi=C, lam=lam)
+            if hold is not None and start_iter + it < hold[0]:     # burn-in hold: cap the shapes
+                st["h"][hold_idx] = np.minimum(st["h"][hold_idx], hold[1])
+                if model == "CEPM":             # the CEPM's rates follow its shapes, b = C a
+                    st["h"][[gamma_epm.B1, gamma_epm.B2]] = st["h"][hold_idx] * np.array([I, J], float)
             elapsed += time.perf_counter() - t0
             seconds[it] = elapsed
             if log_joint is not None:           # not timed, like the test evaluation
@@ -1020,7 +1078,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
                     else None, e0=e0, f0=f0, start_iter=start_iter, start_seconds=start_seconds,
                     data_digest=digest, shape=(I, J), nnz=int(rows.size),
                     n_test=0 if test is None else int(test[0].size if pairs is None else pairs[0]),
-                    n_masked=int(mrows.size), symmetric=symmetric)
+                    n_masked=int(mrows.size), symmetric=symmetric, init=init, K_start=K_start,
+                    init_seconds=t_init if resume is None else None, hold=None if hold is None else list(hold))
     return FitResult(model=model, T=T, K=K, seconds=seconds, tdll_trace=tdll_trace, test_prob=test_prob,
                      tdll=tdll, tdauc_pr=auc, hyper=hyper, M=M, state=st, settings=settings,
                      move_stats=move_stats, samples=samples, tdauc_roc=roc, log_joint=log_joint)

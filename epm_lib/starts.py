@@ -1,0 +1,387 @@
+r"""``epm_lib.starts``: a data-driven start for the four samplers (``fit(..., init="data")``).
+
+Why Poisson (Kullback-Leibler) NMF
+----------------------------------
+Every model of the book links a one of X to latent counts (Eq. (1)):
+x_ij = 1(m_ij. >= 1), m_ij. = sum_k m_ijk, m_ijk ~ Poisson(R_ik lambda_k C_jk), with
+(R, C) = (U, V) for the EPM/CEPM and (phi, psi) for the DEPM/IDEPM. Replace the latent
+count of each entry by its smallest value consistent with the data, m_ij. = x_ij (one
+customer per one, none at a zero). The log-likelihood of the rates r_ij = sum_k W_ik H_kj,
+with W_ik H_kj = R_ik lambda_k C_jk, is then
+
+    sum_ij [ x_ij ln r_ij - r_ij ]  =  - D_KL(X || W H) + const,
+
+the generalised Kullback-Leibler divergence. So the maximum-likelihood point of the Poisson
+model of the counts, prior left out, is the KL non-negative matrix factorisation of X: the
+EPM's maximum-likelihood counterpart, fitted by Lee & Seung's multiplicative updates
+(``kl_nmf``; the updates of scikit-learn's ``NMF(beta_loss="kullback-leibler", solver="mu")``,
+here as a numba kernel over the ones of X, with missing entries, ~10 times faster on
+MovieLens-sized data, from an NNDSVDa start as scikit-learn's). The multiplicative update is the EM
+algorithm of that Poisson model (Lee & Seung 2001; Cemgil 2009): the E-step splits each one
+over the atoms in proportion to W_ik H_kj -- exactly the m-step's multinomial seating of the
+samplers -- and the M-step sets W, H to the expected counts. The factorisation is therefore a
+seating of the customers and a set of parameters at once, and maps into every model's state:
+
+* write W_ik H_kj = lambda_k phi_ik psi_jk with phi_.k = W_.k / sum_i W_ik,
+  psi_.k = H_k. / sum_j H_kj and lambda_k = (sum_i W_ik)(sum_j H_kj), the mass of atom k
+  (at the KL optimum sum_k lambda_k = sum_ij x_ij: the masses are expected customers);
+* DEPM: phi, psi, lambda as they are, on the first K of the T atoms; the others get
+  lambda_k = 0 (no customer goes there in the first m-step; their lambda is redrawn from
+  Gamma(gamma0/T, c0 + 1) in that sweep, so the sampler can grow) and uniform columns;
+* EPM/CEPM: U_.k = (I a1/b1) phi_.k, V_.k = (J a2/b2) psi_.k (columns with the prior mean
+  a1/b1, a2/b2 per entry; the CEPM has b1 = I a1, so U = phi there) and lambda_k the mass
+  divided by sum_i U_ik sum_j V_jk, so that the rates U lambda V^T equal W H; unused atoms:
+  lambda_k = 0 and U, V at their prior mean;
+* IDEPM: each one (i, j) -- each customer -- is seated at the atom argmax_k W_ik H_kj (the
+  E-step's most probable atom); atoms nobody chose are dropped.
+
+Hyperparameters (the first sweep redraws every one of them from its conditional):
+alpha1 by moments of the Dirichlet, E[sum_i phi_ik^2] = (alpha1 + 1)/(I alpha1 + 1), so
+alpha1 = (1 - s)/(I s - 1) with s the mean of sum_i phi_ik^2 over the K atoms (sharp
+atoms give a small alpha1, the mode of the community networks); the same for alpha2 from
+psi; the EPM's shape a1 the same way (Gamma(a1, a1) has E[(I phi)^2] = 1 + 1/a1, the
+same moment), b1 = a1 (CEPM: b1 = I a1). gamma0 solves gamma0 ln(1 + M/gamma0) = K
+(the number of atoms a gamma process of mass gamma0 seats M customers at, with
+c0 = gamma0 / M the prior mean of the total mass gamma0/c0 = M customers); c0 = gamma0/M
+for the DEPM/IDEPM and gamma0 / sum_k lambda_k for the EPM/CEPM (clipped to [1e-8, 1e8]; the
+others to [1e-3, 1e3]).
+
+How many atoms (K)
+------------------
+Universal singular value thresholding (Chatterjee 2015): a Bernoulli matrix whose entries
+have variance sigma^2 has its noise singular values below about sigma (sqrt(I) + sqrt(J)),
+and a signal component of strength theta shows as a singular value s above that edge only
+if theta is large enough (Baik-Ben Arous-Peche). K is the number of singular values above
+the edge (times 1 + ``MARGIN``), at least 1, at most ``K_MAX`` (and T for truncated
+models). The variance is *not* the pooled p(1 - p) of the density p: that counts the signal
+itself as noise (on a 12-block planted partition it puts the edge above the weaker blocks).
+Since sum_ij Var x_ij = sum_ij E x_ij - ||E X||_F^2, and the rank-K projection of X
+carries ||E X||_F^2 (plus a little noise: s_k^2 slightly overstates theta_k^2, which only
+lowers the edge by a fraction of a per cent per noise value on large matrices), the estimate
+alternates sigma^2 = (nnz - sum_{k <= K} s_k^2) / N with K = the number of values above the
+edge, starting from p(1 - p), until K repeats (a fixed point: on the 12-block planted
+partition of the tests, sigma^2 = 0.039 against the pooled 0.072, and K = 12).
+Undirected networks (``symmetric=True``): the model's rate matrix sum_k lambda_k phi_ik phi_jk
+is positive semidefinite, so K counts the *positive eigenvalues* above the noise radius
+2 sigma sqrt(n) (the negative ones are noise), not the singular values.
+
+Missing entries (``mask``): the rank choice sees them as zeros (their share of the entries,
+usually a few per cent, only lowers the density). The factorisation leaves them out exactly,
+by EM: at every update a missing entry is set to its expectation (W H)_ij, i.e. its ratio
+x_ij / (W H)_ij in the multiplicative update is 1, while an observed zero contributes only to
+the denominators; the fixed point is the maximum-likelihood factorisation of the observed
+entries alone, at a cost O((ones + missing) K) per update.
+
+Local optima: the multiplicative updates from NNDSVDa can stop in a poor local optimum (on the
+12-group planted partition, two groups merged); when cheap (``RESTART_WORK``) ``N_RANDOM``
+random starts run beside it and the most likely factorisation (observed-data Poisson
+likelihood) is kept.
+
+Undirected networks: X is symmetric and the model is the bipartite one fitted to both
+directions; the start uses one factor for rows and columns, phi = psi = the average of
+W's and H^T's normalised columns (its atoms' masses unchanged), so (i, j) and (j, i) sit at
+the same atom.
+
+Everything is deterministic given the ``numpy.random.Generator`` passed in (the seed of
+``fit``): it draws the starting vectors of the SVD and the random NMF starts. Cost: a
+truncated SVD of ``K_MAX`` components and at most ``MAX_ITER`` multiplicative updates,
+O(nnz K) each (on a random 6040 x 3706 matrix with 1,000,209 ones, MovieLens1M's size: about
+3 s for the SVD and under a second for K = 1, 14 s for a forced K = 20).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+__all__ = ["choose_rank", "kl_nmf", "data_start", "INITS", "K_MAX", "MARGIN", "MIN_ONES"]
+
+#: the start options of ``fit(init=...)`` per model (None: today's start, the first one named)
+INITS = {"EPM": ("paper", "data"), "CEPM": ("paper", "data"), "DEPM": ("paper", "data"),
+         "IDEPM": ("random", "data")}
+#: most singular values the rank choice computes ("a few dozen")
+K_MAX = 40
+#: a singular value counts as signal if it exceeds the noise edge by this fraction
+MARGIN = 0.05
+#: fewest ones of X for init="data" (a factorisation needs something to factorise)
+MIN_ONES = 4
+#: most multiplicative updates of the NMF; it stops earlier when 10 updates gain less than TOL
+#: (relative) in log-likelihood
+MAX_ITER = 200
+TOL = 1e-5
+MIN_ITER = 50
+#: random starts of the NMF beside NNDSVDa (the most likely wins), when (entries x K x MAX_ITER x
+#: starts) is at most RESTART_WORK (small data: the multiplicative updates find local optima)
+N_RANDOM = 5
+RESTART_WORK = 5e8
+_CLIP = (1e-3, 1e3)
+_C0_CLIP = (1e-8, 1e8)
+
+
+def _spectrum(Xc, symmetric, k, seed):
+    """The k largest singular values of Xc (symmetric: its k largest eigenvalues, signed)."""
+    n_min = min(Xc.shape)
+    if n_min <= 2 * k + 10 or Xc.shape[0] * Xc.shape[1] <= 250_000:   # small: exact, dense
+        A = Xc.toarray().astype(np.float64)
+        if symmetric:
+            return np.linalg.eigvalsh(A)[::-1][:k]
+        return np.linalg.svd(A, compute_uv=False)[:k]
+    v0 = np.random.default_rng(seed).uniform(0.5, 1.5, size=Xc.shape[1])  # deterministic ARPACK start
+    from scipy.sparse.linalg import eigsh, svds
+    A = Xc.astype(np.float64)
+    if symmetric:
+        return np.sort(eigsh(A, k=k, which="LA", v0=v0, return_eigenvectors=False))[::-1]
+    return np.sort(svds(A, k=k, v0=v0[:min(Xc.shape)] if Xc.shape[0] < Xc.shape[1] else v0,
+                        return_singular_vectors=False))[::-1]
+
+
+def choose_rank(X, symmetric=False, k_max=K_MAX, seed=0, margin=MARGIN):
+    """Number of atoms for the data start: singular values (symmetric: positive eigenvalues) of
+    the binary matrix ``X`` (missing entries as zeros) above the noise edge of a Bernoulli matrix,
+    with the noise variance estimated without the signal (module docstring). Returns
+    ``(K, info)``, ``info`` a dict with the values, the edge and the variance."""
+    Xc = sp.csr_matrix(X)
+    I, J = Xc.shape
+    nnz = Xc.nnz
+    N = float(I) * J
+    k = max(1, min(int(k_max), min(I, J) - 1))
+    s = _spectrum(Xc, symmetric, k, seed)
+    p = nnz / N
+    var = p * (1 - p)                      # first guess: the pooled variance (an upper bound)
+    seen = set()
+    for _ in range(100):
+        edge = 2.0 * math.sqrt(var * I) if symmetric else math.sqrt(var) * (math.sqrt(I) + math.sqrt(J))
+        K = max(1, int(np.count_nonzero(s > edge * (1 + margin))))
+        if K in seen:
+            break
+        seen.add(K)
+        # the variance without the signal: sum Var x = nnz - ||E X||_F^2, ||E X||^2 ~ the K values'
+        var = max(nnz - float(np.sum(s[:K] ** 2)), 0.05 * nnz) / N
+    return K, dict(values=s, edge=edge, variance=var, K=K)
+
+
+@njit(cache=True)
+def _rates(rows, cols, W, Ht, out):
+    for e in range(rows.shape[0]):
+        i, j = rows[e], cols[e]
+        t = 0.0
+        for k in range(W.shape[1]):
+            t += W[i, k] * Ht[j, k]
+        out[e] = t
+
+
+@njit(cache=True)
+def _kl_mu(rows, cols, n_ones, W, Ht, n_iter):
+    """``n_iter`` multiplicative updates (Lee & Seung) of the KL NMF X ~ W Ht^T, in place: ``rows``,
+    ``cols`` list the ones of X (``e < n_ones``) and then its missing entries, whose ratio
+    x/(W H)_e is 1 (EM: a missing entry at its expectation); the zeros enter only through the
+    denominators sum_j H_kj, sum_i W_ik. Returns the observed-data log-likelihood
+    sum_ones ln (W H)_e - sum_observed (W H)_ij after the last update."""
+    n, K = rows.shape[0], W.shape[1]
+    wh = np.empty(n)
+    for _ in range(n_iter):
+        for side in range(2):
+            A, B = (W, Ht) if side == 0 else (Ht, W)   # update A given B
+            ia, ib = (rows, cols) if side == 0 else (cols, rows)
+            _rates(rows, cols, W, Ht, wh)
+            num = np.zeros(A.shape)
+            for e in range(n):
+                r = 1.0 / max(wh[e], 1e-300) if e < n_ones else 1.0
+                a, b = ia[e], ib[e]
+                for k in range(K):
+                    num[a, k] += r * B[b, k]
+            den = np.zeros(K)
+            for x in range(B.shape[0]):
+                for k in range(K):
+                    den[k] += B[x, k]
+            for x in range(A.shape[0]):
+                for k in range(K):
+                    A[x, k] = A[x, k] * num[x, k] / den[k] if den[k] > 0 else 0.0
+    _rates(rows, cols, W, Ht, wh)
+    total = 0.0
+    sw = np.zeros(K)
+    sh = np.zeros(K)
+    for x in range(W.shape[0]):
+        for k in range(K):
+            sw[k] += W[x, k]
+    for x in range(Ht.shape[0]):
+        for k in range(K):
+            sh[k] += Ht[x, k]
+    for k in range(K):
+        total += sw[k] * sh[k]
+    ll_ones = 0.0
+    miss = 0.0
+    for e in range(n):
+        if e < n_ones:
+            ll_ones += math.log(max(wh[e], 1e-300))
+        else:
+            miss += wh[e]
+    return ll_ones - (total - miss)
+
+
+def _nndsvda(Xc, K, symmetric, seed):
+    """NNDSVD start of the NMF (Boutsidis & Gallopoulos 2008), zeros filled with the mean of X
+    (the "a" variant): each of the K leading singular pairs (symmetric: positive eigenpairs)
+    split into the positive and negative parts, the larger kept."""
+    I, J = Xc.shape
+    A = Xc.astype(np.float64)
+    small = min(I, J) <= 2 * K + 10 or I * J <= 250_000
+    if symmetric:
+        if small:
+            ev, U = np.linalg.eigh(A.toarray())
+            idx = np.argsort(ev)[::-1][:K]
+            ev, U = ev[idx], U[:, idx]
+        else:
+            from scipy.sparse.linalg import eigsh
+            v0 = np.random.default_rng(seed).uniform(0.5, 1.5, size=I)
+            ev, U = eigsh(A, k=K, which="LA", v0=v0)
+            idx = np.argsort(ev)[::-1]
+            ev, U = ev[idx], U[:, idx]
+        S, V = np.maximum(ev, 0.0), U
+    else:
+        if small:
+            U, S, Vt = np.linalg.svd(A.toarray(), full_matrices=False)
+            U, S, V = U[:, :K], S[:K], Vt[:K].T
+        else:
+            from scipy.sparse.linalg import svds
+            v0 = np.random.default_rng(seed).uniform(0.5, 1.5, size=min(I, J))
+            U, S, Vt = svds(A, k=K, v0=v0)
+            idx = np.argsort(S)[::-1]
+            U, S, V = U[:, idx], S[idx], Vt[idx].T
+    W = np.zeros((I, K))
+    Ht = np.zeros((J, K))
+    for k in range(K):
+        u, v = U[:, k], V[:, k]
+        up, vp, un, vn = np.maximum(u, 0), np.maximum(v, 0), np.maximum(-u, 0), np.maximum(-v, 0)
+        mp = np.linalg.norm(up) * np.linalg.norm(vp)
+        mn = np.linalg.norm(un) * np.linalg.norm(vn)
+        (x, y, m) = (up, vp, mp) if mp >= mn else (un, vn, mn)
+        if m <= 0:
+            continue
+        W[:, k] = np.sqrt(S[k] * m) * x / np.linalg.norm(x)
+        Ht[:, k] = np.sqrt(S[k] * m) * y / np.linalg.norm(y)
+    avg = Xc.nnz / (I * J)
+    W[W == 0] = avg / 100
+    Ht[Ht == 0] = avg / 100
+    return W, Ht
+
+
+def kl_nmf(X, K, seed, missing=None, symmetric=False, max_iter=MAX_ITER, n_random=N_RANDOM, tol=TOL):
+    """Poisson (KL) NMF of the binary matrix ``X`` with ``K`` components: ``(W, H, loglik)``,
+    ``W`` (I, K), ``H`` (K, J), ``loglik`` the observed-data Poisson log-likelihood of W H.
+    ``missing``: (rows, cols) of entries left out of the fit (EM, module docstring).
+    Candidates: the NNDSVDa start and, when cheap (``RESTART_WORK``), ``n_random`` random ones
+    (from ``seed``); each runs up to ``max_iter`` updates, stopping (after ``MIN_ITER``) when 10 updates gain
+    less than ``tol`` (relative) in log-likelihood; the most likely is returned."""
+    Xc = sp.csr_matrix(X)
+    I, J = Xc.shape
+    rows = np.repeat(np.arange(I, dtype=np.int64), np.diff(Xc.indptr))
+    cols = Xc.indices.astype(np.int64)
+    n_ones = rows.shape[0]
+    if missing is not None and len(missing[0]):
+        rows = np.concatenate([rows, np.asarray(missing[0], dtype=np.int64)])
+        cols = np.concatenate([cols, np.asarray(missing[1], dtype=np.int64)])
+    rng = np.random.default_rng(seed)
+    cands = [_nndsvda(Xc, K, symmetric, int(rng.integers(2 ** 31 - 1)))]
+    if rows.shape[0] * K * max_iter * (n_random + 1) <= RESTART_WORK:
+        scale = math.sqrt(n_ones / (I * J) / K)
+        for _ in range(n_random):
+            cands.append((rng.uniform(0, 2 * scale, (I, K)), rng.uniform(0, 2 * scale, (J, K))))
+    best = None
+    for W, Ht in cands:
+        W, Ht = np.ascontiguousarray(W), np.ascontiguousarray(Ht)
+        done, ll = 0, -np.inf
+        while done < max_iter:
+            step = min(10, max_iter - done)
+            new = _kl_mu(rows, cols, n_ones, W, Ht, step)
+            done += step
+            if done >= MIN_ITER and new - ll < tol * abs(new):
+                ll = new
+                break
+            ll = new
+        if best is None or ll > best[2]:
+            best = (W, Ht, ll)
+    W, Ht, ll = best
+    return W, np.ascontiguousarray(Ht.T), ll
+
+
+def _moment_alpha(cols, n):
+    """Dirichlet concentration by E[sum_i phi_i^2] = (alpha + 1)/(n alpha + 1), pooled over columns."""
+    s = float(np.mean(np.sum(cols ** 2, axis=0)))
+    if n * s <= 1.0 + 1e-12:
+        return _CLIP[1]
+    return float(np.clip((1.0 - s) / (n * s - 1.0), *_CLIP))
+
+
+def _gamma0(K, M):
+    """gamma0 with gamma0 ln(1 + M/gamma0) = K (bisection on a monotone function)."""
+    lo, hi = 1e-6, max(float(K), 1.0) * 10 + 10
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if mid * math.log1p(M / mid) < K:
+            lo = mid
+        else:
+            hi = mid
+    return float(np.clip(0.5 * (lo + hi), *_CLIP))
+
+
+def check_enough(I, J, nnz):
+    """``ValueError`` when X is too small or has too few ones for ``init="data"``."""
+    if nnz < MIN_ONES or min(I, J) < 2:
+        raise ValueError(f"X ({I} x {J}) has {nnz} ones: too few for init='data' (a factorisation needs "
+                         f"at least {MIN_ONES} ones and two rows and columns); use the default start "
+                         f"(init=None: 'paper' for the truncated models, 'random' for the IDEPM)")
+
+
+def data_start(model, rng, I, J, rows, cols, T=None, missing=None, symmetric=False, K=None):
+    """The initial state of ``model`` from the data (module docstring): a dict like
+    ``fit.init_state``'s. ``rows``, ``cols``: the ones of X; ``missing``: (rows, cols) of the
+    masked entries or None; ``K``: the number of atoms (default: ``choose_rank``), capped at T."""
+    nnz = int(rows.shape[0])
+    check_enough(I, J, nnz)
+    seed_svd, seed_nmf = (int(v) for v in rng.integers(0, 2 ** 31 - 1, size=2))
+    X = sp.csr_matrix((np.ones(nnz), (rows, cols)), shape=(I, J))
+    if K is None:
+        K, _ = choose_rank(X, symmetric=symmetric, seed=seed_svd)
+    K = max(1, min(int(K), nnz, min(I, J), T if T is not None else nnz))
+    W, H, _ = kl_nmf(X, K, seed_nmf, missing=missing, symmetric=symmetric)
+    tiny = 1e-300
+    wsum, hsum = W.sum(axis=0), H.sum(axis=1)
+    phi = W / np.maximum(wsum, tiny)
+    psi = (H / np.maximum(hsum, tiny)[:, None]).T
+    mass = wsum * hsum
+    dead = (wsum <= 0) | (hsum <= 0)       # a component the NMF switched off: uniform, no mass
+    phi[:, dead], psi[:, dead], mass[dead] = 1.0 / I, 1.0 / J, 0.0
+    if symmetric:                           # one factor for rows and columns
+        phi = psi = 0.5 * (phi + psi)
+    M = float(nnz)
+    gamma0 = _gamma0(int((mass > 0).sum()) or 1, M)
+    if model == "IDEPM":
+        score = (phi[rows] * mass) * psi[cols]                      # W_ik H_kj of each one
+        z = np.argmax(score, axis=1)
+        _, z = np.unique(z, return_inverse=True)                    # atoms in use: 0..K'-1
+        K_used = int(z.max()) + 1
+        h = np.array([_moment_alpha(phi, I), _moment_alpha(psi, J), _gamma0(K_used, M), 0.0])
+        h[3] = float(np.clip(h[2] / M, *_C0_CLIP))
+        return dict(offsets=np.arange(nnz + 1, dtype=np.int64), z=z.astype(np.int64), h=h)
+    full_phi = np.full((I, T), 1.0 / I)
+    full_psi = np.full((J, T), 1.0 / J)
+    full_phi[:, :K], full_psi[:, :K] = phi, psi
+    lam = np.zeros(T)
+    if model == "DEPM":
+        lam[:K] = mass
+        h = np.array([_moment_alpha(phi, I), _moment_alpha(psi, J), gamma0,
+                      float(np.clip(gamma0 / M, *_C0_CLIP))])
+        return dict(phi=np.ascontiguousarray(full_phi), psi=np.ascontiguousarray(full_psi), lam=lam, h=h)
+    a1, a2 = _moment_alpha(phi, I), _moment_alpha(psi, J)
+    b1, b2 = (I * a1, J * a2) if model == "CEPM" else (a1, a2)
+    cu, cv = I * a1 / b1, J * a2 / b2       # sum_i U_ik, sum_j V_jk of a used atom
+    U = np.full((I, T), a1 / b1)
+    V = np.full((J, T), a2 / b2)
+    U[:, :K], V[:, :K] = cu * phi, cv * psi
+    lam[:K] = mass / (cu * cv)
+    c0 = float(np.clip(gamma0 / max(lam.sum(), tiny), *_C0_CLIP))
+    return dict(U=np.ascontiguousarray(U), V=np.ascontiguousarray(V), lam=lam,
+                h=np.array([a1, b1, a2, b2, gamma0, c0]))

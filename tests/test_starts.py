@@ -1,0 +1,193 @@
+"""epm_lib.starts and fit(init=..., hold=...): the data-driven start (issue 20, step 1)."""
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from epm_lib import fit, starts
+from epm_lib.experiments import hold_out, pair_folds
+from epm_lib.fit import init_state, prepare_matrix
+
+ALL = [("EPM", 8), ("CEPM", 8), ("DEPM", 8), ("IDEPM", None)]
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """12 groups of 10 nodes, p_in 0.7, p_out 0.03, nodes shuffled; and its fold 0."""
+    G = nx.planted_partition_graph(12, 10, 0.7, 0.03, seed=1)
+    perm = np.random.default_rng(0).permutation(G.number_of_nodes())
+    A = sp.csr_matrix(nx.to_scipy_sparse_array(G, nodelist=[int(v) for v in perm], format="csr")).astype(np.int8)
+    blocks = np.array([G.nodes[int(v)]["block"] for v in perm])
+    fold = pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)[0]
+    return A, blocks, hold_out(A, fold, symmetric=True)
+
+
+def small(seed=0, I=30, J=20):
+    rng = np.random.default_rng(seed)
+    return (rng.random((I, J)) < 0.2).astype(np.int8)
+
+
+def _state(model, T, X, seed=0, missing=None, symmetric=False):
+    I, J, rows, cols = prepare_matrix(X)
+    return init_state(model, np.random.default_rng(seed), I, J, rows, cols, T=T, init="data",
+                      missing=missing, symmetric=symmetric), (I, J, rows, cols)
+
+
+def _check_valid(model, T, st, I, J, nnz):
+    assert np.all(np.isfinite(st["h"])) and np.all(st["h"] > 0)
+    if model == "IDEPM":
+        assert st["h"].shape == (4,)
+        assert np.array_equal(st["offsets"], np.arange(nnz + 1))   # every one of X seated, once
+        z = st["z"]
+        assert z.shape == (nnz,) and z.dtype == np.int64 and z.min() == 0
+        assert np.all(np.bincount(z) > 0)                           # labels 0..K-1, each in use
+        return int(z.max()) + 1
+    R, C = ("phi", "psi") if model == "DEPM" else ("U", "V")
+    assert st[R].shape == (I, T) and st[C].shape == (J, T) and st["lam"].shape == (T,)
+    for a in (st[R], st[C], st["lam"]):
+        assert a.dtype == np.float64 and np.all(np.isfinite(a)) and np.all(a >= 0)
+    K = int(np.count_nonzero(st["lam"]))
+    assert np.all(st["lam"][:K] > 0) and np.all(st["lam"][K:] == 0)   # unused atoms: no mass
+    if model == "DEPM":
+        assert np.allclose(st[R].sum(axis=0), 1) and np.allclose(st[C].sum(axis=0), 1)
+    else:
+        assert st["h"].shape == (6,)
+    return K
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_start_valid_and_deterministic(model, T):
+    X = small()
+    st, (I, J, rows, cols) = _state(model, T, X, seed=5)
+    K = _check_valid(model, T, st, I, J, rows.size)
+    assert 1 <= K <= (T or rows.size)
+    again, _ = _state(model, T, X, seed=5)
+    assert st.keys() == again.keys()
+    for n in st:
+        assert np.array_equal(st[n], again[n]), n
+    # and through fit: the same seed, the same chain
+    a = fit(X, model, T=T, n_iter=4, n_avg=2, seed=3, init="data")
+    b = fit(X, model, T=T, n_iter=4, n_avg=2, seed=3, init="data")
+    assert np.array_equal(a.K, b.K) and np.array_equal(a.M, b.M)
+    assert all(np.array_equal(a.hyper[n], b.hyper[n]) for n in a.hyper)
+    assert a.settings["init"] == "data" and a.settings["K_start"] >= 1 and a.settings["K_init"] is None
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_start_valid_on_planted_network_with_mask(planted, model, T):
+    """symmetric=True with the fold's pairs and the diagonal missing: a valid state, the same
+    factors for rows and columns, and fit runs from it."""
+    _, _, (X, test, mask) = planted
+    T = None if T is None else 20
+    I, J, rows, cols = prepare_matrix(X)
+    m = sp.coo_matrix(mask)
+    st, _ = _state(model, T, X, missing=(m.row.astype(np.int64), m.col.astype(np.int64)), symmetric=True)
+    K = _check_valid(model, T, st, I, J, rows.size)
+    assert K >= 8
+    if model in ("EPM", "CEPM", "DEPM"):
+        R, C = ("phi", "psi") if model == "DEPM" else ("U", "V")
+        assert np.allclose(st[R], st[C])          # one factor for rows and columns
+    else:                                          # (i, j) and (j, i) sit at the same atom
+        z = dict(zip(zip(rows.tolist(), cols.tolist()), st["z"].tolist()))
+        assert all(z[(i, j)] == z[(j, i)] for (i, j) in z)
+    r = fit(X, model, T=T, n_iter=3, n_avg=1, test=test, mask=mask, symmetric=True, init="data")
+    assert r.settings["K_start"] == K and np.isfinite(r.tdauc_pr)
+
+
+def test_rank_is_the_number_of_planted_groups(planted):
+    A, blocks, _ = planted
+    K, info = starts.choose_rank(A, symmetric=True)
+    assert K == blocks.max() + 1 == 12
+    assert info["edge"] < info["values"][11] and info["values"][12] < info["edge"]
+    # pure noise of the same density: one atom (the mean)
+    rng = np.random.default_rng(0)
+    noise = (rng.random((150, 100)) < A.nnz / A.shape[0] ** 2).astype(np.int8)
+    assert starts.choose_rank(noise)[0] == 1
+
+
+def test_planted_start_recovers_the_groups(planted):
+    """The IDEPM's start seats the links of a group together: each group's within links at one atom."""
+    A, blocks, _ = planted
+    st, (I, J, rows, cols) = _state("IDEPM", None, A, symmetric=True)
+    assert int(st["z"].max()) + 1 == 12
+    inside = blocks[rows] == blocks[cols]
+    top, hit = [], 0
+    for g in range(12):
+        counts = np.bincount(st["z"][inside & (blocks[rows] == g)], minlength=12)
+        top.append(int(counts.argmax()))
+        hit += counts.max()
+        assert counts.max() >= 0.75 * counts.sum()
+    assert len(set(top)) == 12 and hit >= 0.9 * inside.sum()     # one atom per group
+
+
+def test_start_respects_T():
+    X = small()
+    for model in ("EPM", "CEPM", "DEPM"):
+        st, _ = _state(model, 2, X)
+        assert np.count_nonzero(st["lam"]) <= 2
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_default_start_unchanged(model, T):
+    """init=None is today's start draw for draw, and so are its explicit names."""
+    X = small()
+    ref = fit(X, model, T=T, n_iter=5, n_avg=2, seed=7)
+    name = starts.INITS[model][0]
+    for r in (fit(X, model, T=T, n_iter=5, n_avg=2, seed=7, init=None),
+              fit(X, model, T=T, n_iter=5, n_avg=2, seed=7, init=name)):
+        assert np.array_equal(r.K, ref.K) and np.array_equal(r.M, ref.M)
+        assert all(np.array_equal(r.hyper[n], ref.hyper[n]) for n in ref.hyper)
+        assert r.settings["init"] == name and r.settings["hold"] is None
+    assert ref.settings["init"] == name
+
+
+def test_bad_options():
+    X = small()
+    with pytest.raises(ValueError, match="unknown init 'kmeans'.*'paper', 'data'"):
+        fit(X, "DEPM", T=4, init="kmeans")
+    with pytest.raises(ValueError, match="unknown init 'random' for the DEPM"):
+        fit(X, "DEPM", T=4, init="random")
+    with pytest.raises(ValueError, match="unknown init 'paper' for the IDEPM.*'random', 'data'"):
+        fit(X, "IDEPM", init="paper")
+    with pytest.raises(ValueError, match="unknown init 3"):
+        fit(X, "EPM", T=4, init=3)
+    with pytest.raises(ValueError, match="K_init must not be given"):
+        fit(X, "IDEPM", init="data", K_init=5)
+    with pytest.raises(ValueError, match="K_init must not be given"):
+        fit(X, "EPM", T=4, init="data", K_init=2)
+    r = fit(X, "DEPM", T=4, n_iter=2, n_avg=1)
+    with pytest.raises(ValueError, match="init must not be given"):
+        fit(X, "DEPM", T=4, n_iter=2, n_avg=1, resume=r, init="data")
+    few = np.zeros((5, 5), dtype=np.int8)
+    few[0, 0] = few[1, 2] = 1
+    with pytest.raises(ValueError, match="has 2 ones: too few for init='data'"):
+        fit(few, "IDEPM", init="data")
+    with pytest.raises(ValueError, match="too few for init='data'"):
+        fit(np.ones((1, 8), dtype=np.int8), "DEPM", T=3, init="data")
+    for hold in ((0, 0.1), (10, 0.0), (10, -1), (10, float("nan")), (10,), "300", (1.5, 0.1), (True, 0.1)):
+        with pytest.raises(ValueError, match="hold"):
+            fit(X, "IDEPM", n_iter=20, n_avg=5, hold=hold)
+    with pytest.raises(ValueError, match="reach into the last n_avg"):
+        fit(X, "IDEPM", n_iter=20, n_avg=5, hold=(16, 0.1))
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_hold_caps_the_shapes_then_releases(model, T):
+    X = small()
+    cap = 0.05
+    r = fit(X, model, T=T, n_iter=30, n_avg=5, seed=1, hold=(10, cap))
+    names = ("a1", "a2") if model in ("EPM", "CEPM") else ("alpha1", "alpha2")
+    for n in names:
+        assert np.all(r.hyper[n][:10] <= cap)
+    assert max(r.hyper[n][10:].max() for n in names) > cap     # released: the exact kernel again
+    if model == "CEPM":
+        I, J = X.shape
+        assert np.allclose(r.hyper["b1"][:10], I * r.hyper["a1"][:10])
+    assert r.settings["hold"] == [10, cap]
+    free = fit(X, model, T=T, n_iter=30, n_avg=5, seed=1)
+    assert not np.array_equal(free.hyper[names[0]], r.hyper[names[0]])
+    # resumed: the hold counts the chain's iterations
+    a = fit(X, model, T=T, n_iter=6, n_avg=1, seed=1, hold=(5, cap))
+    b = fit(X, model, T=T, n_iter=24, n_avg=5, resume=a, hold=(10, cap))
+    assert np.all(a.hyper[names[0]][:5] <= cap) and np.all(b.hyper[names[0]][:4] <= cap)
+    assert b.settings["init"] == a.settings["init"] and b.settings["hold"] == [10, cap]
