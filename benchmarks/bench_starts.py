@@ -6,7 +6,8 @@ nodes), nodes shuffled (``default_rng(0).permutation``); 5 pair folds
 (``pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)``), each held out with ``hold_out``
 (the fold's pairs and the diagonal masked), ``fit(X, model, test=test, mask=mask, symmetric=True,
 n_iter=1500, n_avg=500)`` of the IDEPM, DEPM-100 and EPM-100 from today's start (init=None),
-``init="data"`` and ``init="data", hold=(300, 0.1)``, beside ``score_baselines``'s SVD.
+today's start with ``hold=(300, 0.1)``, ``init="data"`` and ``init="data", hold=(300, 0.1)``,
+beside ``score_baselines``'s SVD.
 
 Each run is written to ``benchmarks/starts_planted.json`` as it finishes (key
 "fold/model/start"), so an interrupted run resumes where it stopped. Usage::
@@ -31,7 +32,8 @@ from epm_lib.experiments import hold_out, pair_folds
 from epm_lib.starts import choose_rank
 
 MODELS = [("IDEPM", None), ("DEPM", 100), ("EPM", 100)]
-STARTS = {"today": dict(), "data": dict(init="data"), "data+hold": dict(init="data", hold=(300, 0.1))}
+STARTS = {"today": dict(), "today+hold": dict(hold=(300, 0.1)), "data": dict(init="data"),
+          "data+hold": dict(init="data", hold=(300, 0.1))}
 N_ITER, N_AVG = 1500, 500
 
 
