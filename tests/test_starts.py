@@ -191,3 +191,30 @@ def test_hold_caps_the_shapes_then_releases(model, T):
     b = fit(X, model, T=T, n_iter=24, n_avg=5, resume=a, hold=(10, cap))
     assert np.all(a.hyper[names[0]][:5] <= cap) and np.all(b.hyper[names[0]][:4] <= cap)
     assert b.settings["init"] == a.settings["init"] and b.settings["hold"] == [10, cap]
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_start_with_mask_bipartite(model, T):
+    """A directed (bipartite) matrix with missing entries: a valid start, and fit runs from it."""
+    X = small(seed=2)
+    rng = np.random.default_rng(0)
+    zeros = np.argwhere(X == 0)
+    pick = zeros[rng.choice(len(zeros), 40, replace=False)]
+    mask = np.zeros(X.shape, dtype=bool)
+    mask[pick[:, 0], pick[:, 1]] = True
+    st, (I, J, rows, cols) = _state(model, T, X, missing=(pick[:, 0], pick[:, 1]))
+    _check_valid(model, T, st, I, J, rows.size)
+    r = fit(X, model, T=T, n_iter=3, n_avg=1, mask=mask, init="data")
+    assert r.settings["n_masked"] == 40 and r.settings["init"] == "data"
+
+
+def test_nmf_leaves_missing_entries_out():
+    """EM: a missing entry is not a zero, so its fitted rate exceeds the zero-filled fit's."""
+    A = np.kron(np.eye(3), np.ones((8, 8))).astype(np.int8)      # three dense blocks
+    miss = (np.array([0, 1, 9, 17]), np.array([1, 0, 10, 20]))    # inside the blocks
+    A[miss] = 0
+    W0, H0, _ = starts.kl_nmf(A, 3, 0)
+    W1, H1, _ = starts.kl_nmf(A, 3, 0, missing=miss)
+    r0 = np.einsum("ek,ke->e", W0[miss[0]], H0[:, miss[1]])
+    r1 = np.einsum("ek,ke->e", W1[miss[0]], H1[:, miss[1]])
+    assert np.all(r1 > r0) and np.all(r1 > 0.8)
