@@ -92,7 +92,7 @@ def test_fold_out_of_range(fold):
 @pytest.mark.parametrize("sparse,table", [(False, True), (True, True), (True, False)])
 def test_split_zeroes_the_test_entries_and_labels_are_their_values(sparse, table, monkeypatch):
     if not table:                                          # the sorting path of huge matrices
-        monkeypatch.setattr(ex, "_TABLE_MAX", 0)
+        monkeypatch.setattr(ex.folds, "_TABLE_MAX", 0)
     rng = np.random.default_rng(0)
     X = (rng.random((12, 9)) < 0.3).astype(np.int8)
     for f, fold in enumerate(ex.cv_folds(X.shape, n_folds=4, seed=1)):
@@ -111,7 +111,7 @@ def test_split_zeroes_the_test_entries_and_labels_are_their_values(sparse, table
 @pytest.mark.parametrize("table", [True, False])
 def test_split_errors(table, monkeypatch):
     if not table:
-        monkeypatch.setattr(ex, "_TABLE_MAX", 0)
+        monkeypatch.setattr(ex.folds, "_TABLE_MAX", 0)
     X = np.eye(4, dtype=np.int8)
     with pytest.raises(ValueError, match="pair"):
         ex.split(X, np.arange(3))
@@ -232,7 +232,7 @@ def test_write_record_is_atomic(tmp_path, monkeypatch):
 
     def broken(src, dst):
         raise OSError("disk full")
-    monkeypatch.setattr(ex.os, "replace", broken)
+    monkeypatch.setattr(ex.records.os, "replace", broken)
     with pytest.raises(OSError, match="disk full"):
         ex.write_record({"a": 2}, path)
     assert json.loads(path.read_text()) == {"a": 1}         # old content intact
@@ -271,12 +271,12 @@ def small_grid(**kw):
 @pytest.fixture
 def count_fits(monkeypatch):
     calls = []
-    real = ex.fit
+    real = ex.records.fit
 
     def counting(*args, **kwargs):
         calls.append(kwargs.get("T"))
         return real(*args, **kwargs)
-    monkeypatch.setattr(ex, "fit", counting)
+    monkeypatch.setattr(ex.records, "fit", counting)
     return calls
 
 
@@ -336,13 +336,13 @@ def test_read_record_rejects_incomplete_files(tmp_path):
 
 
 def test_failed_run_does_not_stop_the_grid(tmp_path, monkeypatch):
-    real = ex.fit
+    real = ex.records.fit
 
     def flaky(X, model, **kw):
         if kw.get("T") == 3:
             raise FloatingPointError("boom")
         return real(X, model, **kw)
-    monkeypatch.setattr(ex, "fit", flaky)
+    monkeypatch.setattr(ex.records, "fit", flaky)
     runs = small_grid()
     with pytest.raises(ex.GridError, match="2 of 6 runs failed") as info:
         ex.run_grid(runs, tmp_path, n_jobs=1, progress=False)
@@ -835,7 +835,7 @@ def test_baseline_records_resume_and_are_checked(tmp_path, monkeypatch):
     assert [r["fold"] for r in ex.load_baselines(tmp_path, "toy90")] == [0, 3]
     # resumed: nothing recomputed
     calls = []
-    monkeypatch.setattr(ex, "baseline_record", lambda *a, **k: calls.append(a) or 1 / 0)
+    monkeypatch.setattr(ex.baselines, "baseline_record", lambda *a, **k: calls.append(a) or 1 / 0)
     assert ex.run_baselines("toy90", folds=[0, 3], results_dir=tmp_path, progress=False) == recs
     assert calls == []
     # a corrupt file is skipped by load_baselines and recomputed by run_baselines

@@ -290,7 +290,7 @@ def test_cli_reports_a_damaged_checkpoint_in_one_line(tmp_path):
 @pytest.fixture
 def count_all_fits(monkeypatch):
     calls = []
-    for mod in (ex, chains):
+    for mod in (ex.records, chains):
         real = mod.fit
 
         def counting(*args, _real=real, **kwargs):
