@@ -1,36 +1,184 @@
 """Open every chapter page of the built book in headless Chromium and check what a reader sees.
 
-Fails (exit 1) when a chapter page has no equation rendered by MathJax
-(``<mjx-container``), or when a figure is missing: an ``<img>`` whose file is
-absent or empty, or fewer images on the page than image outputs in the
-chapter's notebook. Usage: ``python .ci/check_site.py _build/html``.
+Fails (exit 1) when a chapter page
+
+* has no equation rendered by MathJax (``<mjx-container``), or shows a MathJax
+  error (``mjx-merror``);
+* misses a figure: an ``<img>`` whose file is absent or empty, or fewer images on
+  the page than image outputs in the chapter's notebook;
+* overflows (issue 21, item 2), measured in the browser after MathJax has
+  typeset the page:
+
+  - at a 1280 px window, a display equation (``mjx-container[display="true"]``)
+    whose content is wider than its box (the theme then scrolls it, and a reader
+    sees it cut): split it over aligned lines;
+  - at 1280 px and at 390 px (a phone), a table or a printed output (``<pre>``
+    of a code cell) wider than the content column or than its box, unless a box
+    between it and the column scrolls sideways (``overflow-x: auto|scroll``); a
+    box that clips (``hidden``/``clip``) or nothing at all fails;
+  - at 390 px, a display equation wider than its box that does not scroll in it,
+    or a page that scrolls sideways.
+
+The measurement runs in a copy of each page (a hidden file ``.check-*.html`` next
+to it, removed afterwards) with a script added before ``</body>``; the 390 px
+view is the same copy in a 390 px ``<iframe>`` (headless Chromium does not open a
+window narrower than 500 px).  The script waits for ``MathJax.startup.promise``
+(pages without MathJax are measured at once) and gives up after 20 s, which is
+itself a failure.  Usage: ``python .ci/check_site.py _build/html``.
 """
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 NO_MATH = {"bibliography"}          # pages that legitimately hold no equation
+WIDE, NARROW = 1280, 390            # window widths measured (px)
+SLACK = 1                           # px of rounding allowed
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
-    "--disable-quic", "--virtual-time-budget=5000", "--dump-dom",
+    "--disable-quic", "--virtual-time-budget=30000", "--dump-dom",
 ]
+REPORT_ID = "site-check-report"
+
+# Runs in the page.  Writes a JSON report into <pre id=REPORT_ID>, or, inside the
+# 390 px iframe, posts it to the parent page, which writes it there.
+MEASURE_JS = r"""
+<script>
+(function () {
+  var SLACK = %(slack)d, LIMIT_MS = 20000;
+  function texOf(container) {
+    try {
+      var items = MathJax.startup.document.math.toArray ? MathJax.startup.document.math.toArray()
+                                                        : Array.from(MathJax.startup.document.math);
+      for (var i = 0; i < items.length; i++)
+        if (items[i].typesetRoot === container) return items[i].math;
+    } catch (e) {}
+    return (container.getAttribute('aria-label') || container.textContent || '');
+  }
+  function clean(s) { return s.replace(/\s+/g, ' ').trim().slice(0, 160); }
+  function scroller(el, stop) {
+    // the first box from el (inclusive) up to stop that does not let content
+    // overflow visibly: 'scroll' if it scrolls sideways, 'clip' if it cuts
+    for (var a = el; a && a !== stop.parentElement; a = a.parentElement) {
+      var o = getComputedStyle(a).overflowX;
+      if (o === 'auto' || o === 'scroll') return {kind: 'scroll', box: a};
+      if (o === 'hidden' || o === 'clip') return {kind: 'clip', box: a};
+    }
+    return {kind: 'none', box: null};
+  }
+  function measure(status) {
+    var col = document.querySelector('.bd-article') || document.querySelector('article')
+              || document.querySelector('main') || document.body;
+    var W = col.getBoundingClientRect().width, out = [];
+    var wide = window.innerWidth >= 1000;
+    document.querySelectorAll('mjx-container[display="true"]').forEach(function (e) {
+      var inner = e.querySelector('mjx-math');
+      var w = Math.max(e.scrollWidth, inner ? inner.getBoundingClientRect().width : 0);
+      var box = e.clientWidth || e.getBoundingClientRect().width;
+      if (w <= box + SLACK) return;
+      var s = scroller(e, col);
+      if (wide || s.kind !== 'scroll' || s.box.clientWidth > W + SLACK) {
+        var d = e.closest('div.math'), label = d && d.id ? d.id.replace(/^equation-/, '') : '';
+        out.push({kind: 'equation', width: Math.round(w), box: Math.round(box), label: label,
+                  text: clean(texOf(e))});
+      }
+    });
+    document.querySelectorAll('mjx-merror').forEach(function (e) {
+      var c = e.closest('mjx-container');
+      out.push({kind: 'mathjax-error', text: clean((e.getAttribute('data-mjx-error') || '') + ' in '
+                                                   + (c ? texOf(c) : e.textContent))});
+    });
+    var boxes = Array.from(col.querySelectorAll('table'))
+        .concat(Array.from(col.querySelectorAll('.cell_output pre')));
+    boxes.forEach(function (t) {
+      var r = t.getBoundingClientRect(), w = Math.max(r.width, t.scrollWidth);
+      var s = scroller(t, col);
+      var tooWideForColumn = w > W + SLACK;
+      var cut = s.kind !== 'none' && w > s.box.clientWidth + SLACK;
+      if (!tooWideForColumn && !cut) return;
+      if (s.kind === 'scroll' && s.box.clientWidth <= W + SLACK) return;   // scrolls in its own box
+      out.push({kind: t.tagName === 'TABLE' ? 'table' : 'output', width: Math.round(w),
+                column: Math.round(W), how: s.kind === 'clip' ? 'cut by a clipping box'
+                                          : 'wider than the column, no scrolling box',
+                text: clean(t.textContent)});
+    });
+    var page = document.documentElement.scrollWidth;
+    if (page > window.innerWidth + SLACK) {
+      // name the outermost elements that stick out of the window
+      var culprits = [];
+      document.querySelectorAll('body *').forEach(function (e) {
+        if (culprits.length >= 3 || e.getBoundingClientRect().right <= window.innerWidth + SLACK) return;
+        var cs = getComputedStyle(e);
+        if (cs.position === 'fixed' || cs.visibility === 'hidden' || cs.display === 'none') return;
+        for (var a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+          if (a.getBoundingClientRect().right > window.innerWidth + SLACK) return;   // not the outermost
+          if (getComputedStyle(a).overflowX !== 'visible') return;                  // inside a box that holds it
+        }
+        culprits.push(e.tagName.toLowerCase() + (e.className && e.className.baseVal === undefined && e.className
+                      ? '.' + e.className.split(/\s+/).join('.') : '') + ' "' + clean(e.textContent).slice(0, 60) + '"');
+      });
+      out.push({kind: 'page', width: page, window: window.innerWidth,
+                text: 'the page scrolls sideways; sticking out: ' + culprits.join('; ')});
+    }
+    return {status: status, window: window.innerWidth, column: Math.round(W), problems: out,
+            equations: document.querySelectorAll('mjx-container').length};
+  }
+  function report(status) {
+    var r = measure(status), text = JSON.stringify(r);
+    if (window.parent !== window) { window.parent.postMessage({siteCheck: text}, '*'); return; }
+    var pre = document.createElement('pre'); pre.id = '%(id)s'; pre.textContent = text;
+    document.body.appendChild(pre);
+  }
+  var started = Date.now(), done = false;
+  function finish(status) { if (!done) { done = true; setTimeout(function () { report(status); }, 200); } }
+  function wait() {
+    var usesMathJax = document.querySelector('script[src*="mathjax"], script[id^="MathJax"]');
+    if (!usesMathJax) return finish('no-mathjax');
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise)
+      return MathJax.startup.promise.then(function () { finish('ok'); },
+                                          function (e) { finish('mathjax-failed: ' + e); });
+    if (Date.now() - started > LIMIT_MS) return finish('timeout');
+    setTimeout(wait, 100);
+  }
+  setTimeout(function () { if (!done) finish('timeout'); }, LIMIT_MS + 2000);
+  if (document.readyState === 'complete') wait(); else window.addEventListener('load', wait);
+})();
+</script>
+""" % {"slack": SLACK, "id": REPORT_ID}
+
+NARROW_WRAPPER = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">
+<iframe src="%(src)s" style="width:%(w)dpx;height:1000px;border:0"></iframe>
+<script>
+window.addEventListener('message', function (ev) {
+  if (!ev.data || !ev.data.siteCheck) return;
+  var pre = document.createElement('pre'); pre.id = '%(id)s'; pre.textContent = ev.data.siteCheck;
+  document.body.appendChild(pre);
+});
+</script></body></html>
+"""
 
 
-def dump_dom(page: Path) -> str:
+def dump_dom(url: str, width: int = WIDE) -> str:
     with tempfile.TemporaryDirectory() as profile:
         out = subprocess.run(
-            ["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}", page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=120)
+            ["chromium", *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},1000", url],
+            capture_output=True, text=True, timeout=180)
     if out.returncode != 0 or "<html" not in out.stdout:
-        raise RuntimeError(f"chromium failed on {page}: {out.stderr[-2000:]}")
+        raise RuntimeError(f"chromium failed on {url}: {out.stderr[-2000:]}")
     return out.stdout
+
+
+def read_report(dom: str) -> dict | None:
+    m = re.search(rf'<pre id="{REPORT_ID}"[^>]*>(.*?)</pre>', dom, flags=re.S)
+    return json.loads(html.unescape(m.group(1))) if m else None
 
 
 def notebook_images(nb_path: Path) -> int:
@@ -41,42 +189,86 @@ def notebook_images(nb_path: Path) -> int:
                for o in c.get("outputs", []) if "image/png" in o.get("data", {}))
 
 
+def describe(p: dict) -> str:
+    if p["kind"] == "equation":
+        return f"equation {p['label'] or '(no label)'} {p['width']} px in a {p['box']} px box: {p['text']}"
+    if p["kind"] in ("table", "output"):
+        return f"{p['kind']} {p['width']} px, column {p['column']} px, {p['how']}: {p['text'][:90]}"
+    if p["kind"] == "page":
+        return f"page {p['width']} px wide in a {p['window']} px window: {p['text']}"
+    return f"{p['kind']}: {p['text']}"
+
+
+def check_page(page: Path) -> tuple[str, list[str]]:
+    """Return (summary line, problems) for one chapter page."""
+    copy = page.with_name(f".check-{page.name}")
+    wrapper = page.with_name(f".check{NARROW}-{page.name}")
+    source = page.read_text(encoding="utf-8")
+    if "</body>" not in source:
+        return f"{page.name}: no </body>", ["page has no </body>"]
+    copy.write_text(source.replace("</body>", MEASURE_JS + "</body>", 1), encoding="utf-8")
+    wrapper.write_text(NARROW_WRAPPER % {"src": copy.name, "w": NARROW, "id": REPORT_ID}, encoding="utf-8")
+    problems: list[str] = []
+    try:
+        try:
+            dom = dump_dom(copy.resolve().as_uri(), WIDE)
+            narrow_dom = dump_dom(wrapper.resolve().as_uri(), 500)
+        except subprocess.TimeoutExpired:
+            return f"{page.name}: chromium timed out", ["chromium timed out"]
+    finally:
+        copy.unlink(missing_ok=True)
+        wrapper.unlink(missing_ok=True)
+
+    n_math = dom.count("<mjx-container")
+    imgs = re.findall(r'<img[^>]*\ssrc="([^"]+)"', dom)
+    missing = []
+    for src in imgs:
+        url = urlparse(src)
+        if url.scheme in ("http", "https"):
+            missing.append(f"{src} (remote)")
+            continue
+        if url.scheme == "data":
+            continue
+        target = Path(unquote(url.path)) if url.scheme == "file" else (page.parent / unquote(url.path))
+        if not target.is_file() or target.stat().st_size == 0:
+            missing.append(src)
+    expected = notebook_images(Path("chapters") / (page.stem + ".ipynb"))
+    if n_math == 0 and page.stem not in NO_MATH:
+        problems.append("no rendered equation (<mjx-container)")
+    if missing:
+        problems.append(f"missing image files: {missing}")
+    if len(imgs) < expected:
+        problems.append(f"{len(imgs)} images on the page, {expected} figures in the notebook")
+
+    for width, d in ((WIDE, dom), (NARROW, narrow_dom)):
+        rep = read_report(d)
+        if rep is None:
+            problems.append(f"{width} px: no overflow report (the page did not finish loading)")
+            continue
+        if rep["status"] not in ("ok", "no-mathjax"):
+            problems.append(f"{width} px: MathJax {rep['status']}")
+        problems += [f"{width} px: {describe(p)}" for p in rep["problems"]]
+    line = f"{page.name}: {n_math} equations, {len(imgs)} images (notebook figures: {expected})"
+    return line, problems
+
+
 def main(site: str) -> int:
     site_dir = Path(site)
-    pages = sorted((site_dir / "chapters").glob("*.html"))
+    pages = sorted(p for p in (site_dir / "chapters").glob("*.html") if not p.name.startswith("."))
     if not pages:
         print(f"no chapter pages under {site_dir / 'chapters'}")
         return 1
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        results = list(pool.map(check_page, pages))
     failures = []
-    for page in pages:
-        dom = dump_dom(page)
-        n_math = dom.count("<mjx-container")
-        imgs = re.findall(r'<img[^>]*\ssrc="([^"]+)"', dom)
-        missing = []
-        for src in imgs:
-            url = urlparse(src)
-            if url.scheme in ("http", "https"):
-                missing.append(f"{src} (remote)")
-                continue
-            if url.scheme == "data":
-                continue
-            target = Path(unquote(url.path)) if url.scheme == "file" else (page.parent / unquote(url.path))
-            if not target.is_file() or target.stat().st_size == 0:
-                missing.append(src)
-        expected = notebook_images(Path("chapters") / (page.stem + ".ipynb"))
-        problems = []
-        if n_math == 0 and page.stem not in NO_MATH:
-            problems.append("no rendered equation (<mjx-container)")
-        if missing:
-            problems.append(f"missing image files: {missing}")
-        if len(imgs) < expected:
-            problems.append(f"{len(imgs)} images on the page, {expected} figures in the notebook")
-        status = "FAIL" if problems else "ok"
-        print(f"{status:4s} {page.name}: {n_math} equations, {len(imgs)} images (notebook figures: {expected})"
-              + ("; " + "; ".join(problems) if problems else ""))
+    for page, (line, problems) in zip(pages, results):
+        print(f"{'FAIL' if problems else 'ok':4s} {line}")
+        for p in problems:
+            print(f"       {p}")
         if problems:
             failures.append(page.name)
-    print(f"site check: {len(pages)} chapter pages, {len(failures)} with problems")
+    print(f"site check: {len(pages)} chapter pages, {len(failures)} with problems"
+          f" (overflow measured at {WIDE} px and {NARROW} px)")
     return 1 if failures else 0
 
 
