@@ -47,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from .fit import _check_symmetric, _symmetric_test, mask_entries, prepare_matrix
+from .fit_data import _check_symmetric, _symmetric_test, mask_entries, prepare_matrix
 from .metrics import auc_roc, bernoulli_tdll, tdauc_pr
 
 __all__ = [
