@@ -5,7 +5,11 @@ Modules (one per concern):
 - ``epm_lib.theory``        closed forms of Theorems 1-4 and Lemma 1 (Part I)
 - ``epm_lib.distributions`` numba building blocks: ZTP, CRT, partitions, Dirichlet, grid Gibbs
 - ``epm_lib.models``        the samplers, one module per family (Part II)
-- ``epm_lib.datasets``      the synthetic example and the real data sets
+- ``epm_lib.datasets``      the synthetic example and the real data sets (``load``); re-exports
+                            the public names of the three modules it builds on:
+- ``epm_lib.dataset_core``  ``Dataset``, the data errors, ``fingerprint``, the binary CSR matrix
+- ``epm_lib.edge_files``    a user's own file of edges (``load_file``) and its option checks
+- ``epm_lib.text_table``    byte-level parsing of delimited text (fast paths, line-by-line errors)
 - ``epm_lib.chains``        several chains from dispersed starts; split-R-hat and ESS (ArviZ)
 """
 import hashlib as _hashlib
