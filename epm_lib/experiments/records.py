@@ -8,7 +8,6 @@ import json
 import math
 import os
 import platform
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import datasets as _datasets
+from ..atomic import atomic_write_text
 from ..fit import fit, missing_mask
 from .folds import cv_fold, split
 from .runs import HELDOUT, MODELS, Run
@@ -145,25 +145,13 @@ def run_one(run: Run, results_dir=None) -> dict:
 
 
 def write_record(record: dict, path) -> Path:
-    """Write a record as compact JSON, atomically: a temp file in the same folder, fsync,
-    ``os.replace``. A reader (or a resumed grid) sees the complete file or none."""
+    """Write a record as compact JSON, atomically (``atomic.atomic_write_text``: a temp file in
+    the same folder, fsync, mode 0o644, ``os.replace``). A reader (or a resumed grid) sees the
+    complete file or none."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(record, separators=(",", ":"), allow_nan=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write_text(path, text + "\n", mode=0o644)
     return path
 
 
