@@ -81,17 +81,7 @@ def _start(opts: Options, data: FitData, resume):
     """The chain's first state and random stream: ``init_state`` from ``opts.seed``, or the final
     state and stream of the chain ``resume`` (checked against the data first). Returns the state,
     the generator, the resumed ``FitResult`` (or None) and the settings that describe the start."""
-    if opts.init == "data" and resume is None:
-        starts.check_enough(data.I, data.J, data.nnz)
     rng = np.random.default_rng(opts.seed)
-    t_init = time.perf_counter()
-    st = init_state(opts.model, rng, data.I, data.J, data.rows, data.cols, T=opts.T, K_init=opts.K_init,
-                    init=opts.init, missing=(data.mrows, data.mcols) if data.mrows.size else None,
-                    symmetric=opts.symmetric)
-    t_init = time.perf_counter() - t_init
-    start = dict(start_iter=0, start_seconds=0.0, init=opts.init or starts.INITS[opts.model][0],
-                 init_seconds=t_init, K_start=int(st["z"].max()) + 1 if opts.model == "IDEPM"
-                 else int(np.count_nonzero(st["lam"])))
     if resume is not None:              # continue a chain: its state and its random streams
         resume = check_resume(resume, dict(model=opts.model, T=opts.T, e0=opts.e0, f0=opts.f0,
                                            a_update=opts.a_update, m_step=opts.m_step, data_digest=data.digest,
@@ -102,7 +92,18 @@ def _start(opts: Options, data: FitData, resume):
         rng.bit_generator.state = resume.state["rng"]
         start = dict(start_iter=resume.settings["start_iter"] + resume.settings["n_iter"],
                      start_seconds=float(resume.seconds[-1]), init=resume.settings.get("init"),
-                     init_seconds=None, K_start=None)
+                     K_init=opts.K_init, init_seconds=None, K_start=None)
+    else:
+        init, K_init = opts.init or starts.INITS[opts.model][0], opts.K_init
+        if init == "data":
+            starts.check_enough(data.I, data.J, data.nnz)
+        t_init = time.perf_counter()
+        st = init_state(opts.model, rng, data.I, data.J, data.rows, data.cols, T=opts.T, K_init=K_init,
+                        init=init, missing=(data.mrows, data.mcols) if data.mrows.size else None,
+                        symmetric=opts.symmetric)
+        start = dict(start_iter=0, start_seconds=0.0, init=init, K_init=K_init,
+                     init_seconds=time.perf_counter() - t_init,
+                     K_start=int(st["z"].max()) + 1 if opts.model == "IDEPM" else int(np.count_nonzero(st["lam"])))
     hold = opts.hold
     if hold is not None and start["start_iter"] + opts.n_iter - opts.n_avg < hold[0]:
         raise ValueError(f"hold = {hold}: its {hold[0]} sweeps reach into the last n_avg = {opts.n_avg} "
@@ -314,7 +315,7 @@ class _Recorder:
         st["rows"], st["cols"] = d.rows, d.cols
         st["rng"] = rng.bit_generator.state
         test_prob, tdll, auc, roc = self.scores()
-        settings = dict(model=o.model, T=o.T, n_iter=o.n_iter, n_avg=o.n_avg, seed=o.seed, K_init=o.K_init,
+        settings = dict(model=o.model, T=o.T, n_iter=o.n_iter, n_avg=o.n_avg, seed=o.seed, K_init=start["K_init"],
                         a_update=o.a_update, m_step=o.m_step,
                         split_merge=o.split_merge if o.model in ("IDEPM", "DEPM") else None, e0=o.e0, f0=o.f0,
                         start_iter=start["start_iter"], start_seconds=start["start_seconds"],

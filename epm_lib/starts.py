@@ -96,7 +96,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["choose_rank", "kl_nmf", "data_start", "INITS", "K_MAX", "MARGIN", "MIN_ONES"]
+__all__ = ["choose_rank", "kl_nmf", "data_start", "enough", "check_enough", "INITS", "K_MAX", "MARGIN", "MIN_ONES"]
 
 #: the start options of ``fit(init=...)`` per model (None: today's start, the first one named)
 INITS = {"EPM": ("paper", "data"), "CEPM": ("paper", "data"), "DEPM": ("paper", "data"),
@@ -327,9 +327,14 @@ def _gamma0(K, M):
     return float(np.clip(0.5 * (lo + hi), *_CLIP))
 
 
+def enough(I, J, nnz) -> bool:
+    """Whether X (I x J with ``nnz`` ones) can be factorised for ``init="data"``."""
+    return nnz >= MIN_ONES and min(I, J) >= 2
+
+
 def check_enough(I, J, nnz):
     """``ValueError`` when X is too small or has too few ones for ``init="data"``."""
-    if nnz < MIN_ONES or min(I, J) < 2:
+    if not enough(I, J, nnz):
         raise ValueError(f"X ({I} x {J}) has {nnz} ones: too few for init='data' (a factorisation needs "
                          f"at least {MIN_ONES} ones and two rows and columns); use the default start "
                          f"(init=None: 'paper' for the truncated models, 'random' for the IDEPM)")

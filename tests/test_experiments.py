@@ -210,7 +210,7 @@ def test_run_record_fields_and_file(tmp_path):
     assert set(rec["machine"]) >= {"platform", "cpu_count", "cpus_available"}
     # the record's numbers are fit's numbers on the split
     X_train, test = ex.split(epm_lib.datasets.load("toy90").X, ex.cv_fold((90, 90), 2))
-    r = epm_lib.fit(X_train, "DEPM", T=4, seed=1, test=test, **FAST)
+    r = epm_lib.fit(X_train, "DEPM", T=4, seed=1, test=test, init="paper", **FAST)   # Sec. 5's start
     assert rec["tdll"] == r.tdll and rec["K_mean"] == r.K_mean and tr["K"] == r.K.tolist()
 
 
@@ -554,7 +554,7 @@ def test_records_of_other_data_are_stale_not_done(tmp_path, count_fits):
         assert rec["data"]["fingerprint"] == new_fp
         Xf = epm_lib.datasets.load_file(f).X
         X_train, test = ex.split(Xf, ex.cv_fold(Xf.shape, r.fold))
-        assert rec["traces"]["K"] == epm_lib.fit(X_train, "DEPM", T=2, test=test, **FAST).K.tolist()
+        assert rec["traces"]["K"] == epm_lib.fit(X_train, "DEPM", T=2, test=test, init="paper", **FAST).K.tolist()
     report = ex.run_grid(runs, res, n_jobs=1, progress=False)
     assert sorted(report.skipped) == sorted(r.key for r in runs) and not report.stale
     # another file of the same name elsewhere, with other data: stale as well
@@ -800,7 +800,7 @@ def test_missing_protocol_run_masks_the_test_entries(tmp_path):
     assert rz["tdll"] != rm["tdll"] and 0 <= rm["tdauc_roc"] <= 1
     ds = ex.DataSpec.parse("toy90").load()
     X_train, test = ex.split(ds.X, ex.cv_fold(ds.shape, 0))
-    ref = epm_lib.fit(X_train, "DEPM", T=4, n_iter=6, n_avg=2, seed=0, test=test,
+    ref = epm_lib.fit(X_train, "DEPM", T=4, n_iter=6, n_avg=2, seed=0, test=test, init="paper",
                       mask=missing_mask(ds.shape, test[0], test[1]))
     assert rm["tdll"] == ref.tdll and rm["traces"]["K"] == [int(k) for k in ref.K]
     rows = ex.summarize(ex.load_results(tmp_path, heldout=None))

@@ -17,6 +17,7 @@ import numpy as np
 from .. import datasets as _datasets
 from ..atomic import atomic_write_text
 from ..fit import fit, missing_mask
+from ..starts import INITS
 from .folds import cv_fold, split
 from .runs import HELDOUT, MODELS, Run
 
@@ -130,13 +131,13 @@ def run_one(run: Run, results_dir=None) -> dict:
     ds = run.data.load()
     fold = cv_fold(ds.shape, run.fold, run.n_folds, run.cv_seed)
     X_train, test = split(ds.X, fold)
-    sampler, a_update, m_step = MODELS[run.model]
+    sampler, a_update, m_step = MODELS[run.model]     # Sec. 5's start: init 'paper' ('random')
     options = dict(a_update=a_update) if sampler in ("EPM", "CEPM") else \
         dict(m_step=m_step) if sampler == "IDEPM" else {}          # only the options a model has
     if run.heldout == "missing":
         options["mask"] = missing_mask(ds.shape, test[0], test[1])
     result = fit(X_train, sampler, T=run.T, n_iter=run.n_iter, n_avg=run.n_avg, seed=run.seed,
-                 test=test, K_init=run.K_init, **options)
+                 test=test, K_init=run.K_init, init=INITS[sampler][0], **options)
     record = make_record(run, ds, X_train, test, result, time.perf_counter() - t_wall,
                          time.thread_time() - t_cpu, started)
     if results_dir is not None:
