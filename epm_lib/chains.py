@@ -20,6 +20,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from .atomic import atomic_write_text
 from .fit import concat, fit, FitResult, load_result
 from .interrupt import ignore_sigint_in_worker
 
@@ -254,25 +255,6 @@ def _remove_hint(folder) -> str:
             f"--checkpoints DIR)")
 
 
-def _write_atomic(path, text):
-    """Write ``text`` to ``path`` atomically: a temp file in the same folder, fsync, ``os.replace``."""
-    import os
-    import tempfile
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _open_checkpoint(folder, paths, meta_path, meta):
     """The saved chains of a checkpoint folder (``[None, ...]`` if it holds none yet), after
     checking that its ``run.json`` is ``meta``. A folder whose ``run.json`` differs but that holds
@@ -282,7 +264,7 @@ def _open_checkpoint(folder, paths, meta_path, meta):
     folder.mkdir(parents=True, exist_ok=True)
     present = [p for p in paths if p.exists()]
     if not meta_path.exists():                             # a new folder (or chains of unknown
-        _write_atomic(meta_path, json.dumps(meta))         # settings: started afresh, overwritten)
+        atomic_write_text(meta_path, json.dumps(meta), mode=None)         # settings: started afresh, overwritten)
         return [None] * len(paths)
     try:
         saved = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -304,7 +286,7 @@ def _open_checkpoint(folder, paths, meta_path, meta):
             f"{folder}: holds chains of other settings ({meta_path.name}: {json.dumps(saved)[:300]}; "
             f"this run: {json.dumps(meta)[:300]}); {_remove_hint(folder)}", folder, "settings")
     if not present or saved != meta:
-        _write_atomic(meta_path, json.dumps(meta))
+        atomic_write_text(meta_path, json.dumps(meta), mode=None)
     if len(present) < len(paths):                          # no complete set: start afresh
         return [None] * len(paths)
     runs = []

@@ -12,6 +12,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from .atomic import atomic_open
 from .fit_options import MODELS
 from .models import common, gamma_epm, depm
 
@@ -99,7 +100,6 @@ class FitResult:
         import json
         import os
         import stat
-        import tempfile
         from pathlib import Path
         path = given = Path(path)
         if path.is_symlink():               # write through the link, to the file it points to
@@ -141,19 +141,9 @@ class FitResult:
                 f.write(buf.getvalue())
             return given
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
-                f.flush()
-                os.fsync(f.fileno())
-            if mode is not None:            # replacing a file: keep its permissions
-                os.chmod(tmp, stat.S_IMODE(mode))
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        # replacing a file: keep its permissions (a new one gets mkstemp's, 0o600)
+        with atomic_open(path, True, mode=None if mode is None else stat.S_IMODE(mode), suffix=".npz") as f:
+            np.savez(f, **arrays)
         return given
 
     @property
