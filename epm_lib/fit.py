@@ -94,8 +94,11 @@ def _start(opts: Options, data: FitData, resume):
                      start_seconds=float(resume.seconds[-1]), init=resume.settings.get("init"),
                      K_init=opts.K_init, init_seconds=None, K_start=None)
     else:
-        init, K_init = opts.init or starts.INITS[opts.model][0], opts.K_init
+        init, K_init = opts.init, opts.K_init
+        if init is None:                # the default: the data's start where X allows one
+            init = "data" if starts.enough(data.I, data.J, data.nnz) else starts.INITS[opts.model][0]
         if init == "data":
+            K_init = None
             starts.check_enough(data.I, data.J, data.nnz)
         t_init = time.perf_counter()
         st = init_state(opts.model, rng, data.I, data.J, data.rows, data.cols, T=opts.T, K_init=K_init,
@@ -365,12 +368,15 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         left out of the likelihood exactly (its latent count is drawn from the Poisson of
         Eq. (1) each sweep, data augmentation; cost O(missing entries x atoms) per sweep). A
         one of X under the mask is an error.
-    init : the start. None (default): today's, named "paper" for the EPM, CEPM, DEPM (the
-        gamma process's mass on the first ``K_init`` atoms, all T by default) and "random" for
-        the IDEPM (customers seated at random over ``K_init`` atoms); "data": a Poisson-NMF
-        start whose number of atoms is chosen from X (``epm_lib.starts``; ``K_init`` must then
-        not be given). Recorded in ``settings["init"]`` (``settings["K_start"]``: atoms with mass
-        at the start, ``settings["init_seconds"]``: the start's wall time, not in ``seconds``).
+    init : the start. "data": a Poisson (KL) NMF of X mapped into the model's state, its number
+        of atoms chosen from the singular values of X (``epm_lib.starts``); ``K_init`` must then
+        not be given. "paper" (EPM, CEPM, DEPM): the gamma process's mass shared by the first
+        ``K_init`` atoms, all T by default (Sec. 5's start); "random" (IDEPM): customers seated at
+        random over ``K_init`` atoms. None (the default): "data", unless ``K_init`` is given or X
+        is too small to factorise (fewer than ``starts.MIN_ONES`` ones, or a single row or
+        column): then "paper" ("random"). Recorded in ``settings["init"]``
+        (``settings["K_start"]``: atoms with mass at the start, ``settings["init_seconds"]``: the
+        start's wall time, not in ``seconds``).
     hold : None, or (sweeps, cap): a burn-in hold. For the chain's first ``sweeps`` iterations,
         after each sweep the shape parameters alpha1, alpha2 (DEPM, IDEPM) or a1, a2 (EPM, CEPM)
         are capped at ``cap`` (keeps atoms sharp while the chain finds the data's structure);
@@ -380,7 +386,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     K_init : number of atoms the chain starts on. IDEPM: the customers start spread over
         ``K_init`` atoms (default ``DEFAULT_K_INIT`` = 100, capped at the number of ones).
         EPM, CEPM, DEPM: 1 <= K_init <= T; the gamma process's mass starts on the first
-        K_init atoms (``init_state``); default T, the paper's start (all atoms equal).
+        K_init atoms (``init_state``); default T, the paper's start (all atoms equal). Giving
+        ``K_init`` chooses that start ("paper", "random") when ``init`` is None.
     a_update : EPM and CEPM only: "exact" (default) or "paper": the EPM's a1, a2 update as
         printed in the paper (Eq. 25, without lambda_k) and the CEPM's grid weight as printed
         (Eq. 28 without the factor (b1 + q_k)^(-m_..k)).

@@ -90,8 +90,10 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
         raise ValueError("split_merge moves need the exact m-step (m_step='exact'): the paper's "
                          "m-step is not a valid kernel of Theorem 4's posterior")
     if init is not None and (not isinstance(init, str) or init not in starts.INITS[model]):
-        raise ValueError(f"unknown init {init!r} for the {model}; choose None (today's start, "
-                         f"{starts.INITS[model][0]!r}) or one of {', '.join(map(repr, starts.INITS[model]))}")
+        raise ValueError(f"unknown init {init!r} for the {model}; choose None (the data's start where X "
+                         f"allows one) or one of {', '.join(map(repr, starts.INITS[model]))}")
+    if init is None and K_init is not None and resume is None:   # K_init: the paper's (random) start
+        init = starts.INITS[model][0]
     if init == "data" and K_init is not None:
         raise ValueError("init='data' chooses the number of atoms from the data: K_init must not be given "
                          f"(K_init belongs to init={starts.INITS[model][0]!r})")

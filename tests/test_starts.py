@@ -1,6 +1,7 @@
 """epm_lib.starts and fit(init=..., hold=...): the data-driven start (issue 20, step 1)."""
 import networkx as nx
 import numpy as np
+import epm_lib
 import pytest
 import scipy.sparse as sp
 
@@ -105,6 +106,28 @@ def test_rank_is_the_number_of_planted_groups(planted):
     assert starts.choose_rank(noise)[0] == 1
 
 
+def test_profile_sums_are_exact_for_a_low_rank_profile():
+    """sum_j p_ij (1 - p_ij) = sum_j p_ij - ||row i of U_K diag(s_K)||^2 when p has rank K and the
+    row sums of p are given (the estimator of the noise edge, at its expectation)."""
+    rng = np.random.default_rng(3)
+    W, H = rng.uniform(0, 0.5, (40, 3)), rng.uniform(0, 0.5, (3, 30))
+    P = W @ H / 3
+    U, s, Vt = np.linalg.svd(P, full_matrices=False)
+    r, c = starts._profile_sums(U, s, Vt, 3, P.sum(axis=1), P.sum(axis=0))
+    assert np.allclose(r, (P * (1 - P)).sum(axis=1)) and np.allclose(c, (P * (1 - P)).sum(axis=0))
+
+
+def test_rank_of_blocks_with_empty_regions():
+    """toy90 (five overlapping blocks at 0.9, zeros outside): one variance for every entry,
+    estimated without the signal, would put the edge at 2.8 and count 19 atoms; the variance
+    profile's edge counts a handful (the samplers settle at 5-7), growing from K = 1."""
+    X = epm_lib.datasets.load("toy90").X
+    K, info = starts.choose_rank(X)
+    assert 5 <= K <= 8 and info["edge"] > 3.5, info["rounds"]
+    assert info["rounds"][0] == 1 and info["rounds"][-1] == info["rounds"][-2] == K
+    assert np.count_nonzero(info["values"] > 2.76 * 1.05) == 19   # the old edge, 2.76 (sigma^2 0.021)
+
+
 def test_planted_start_recovers_the_groups(planted):
     """The IDEPM's start seats the links of a group together: each group's within links at one atom."""
     A, blocks, _ = planted
@@ -128,17 +151,29 @@ def test_start_respects_T():
 
 
 @pytest.mark.parametrize("model,T", ALL)
-def test_default_start_unchanged(model, T):
-    """init=None is today's start draw for draw, and so are its explicit names."""
+def test_default_start(model, T):
+    """init=None is the data's start draw for draw; with K_init given, or on a matrix too small
+    to factorise, it is the paper's ("random" for the IDEPM), draw for draw."""
     X = small()
-    ref = fit(X, model, T=T, n_iter=5, n_avg=2, seed=7)
-    name = starts.INITS[model][0]
-    for r in (fit(X, model, T=T, n_iter=5, n_avg=2, seed=7, init=None),
-              fit(X, model, T=T, n_iter=5, n_avg=2, seed=7, init=name)):
-        assert np.array_equal(r.K, ref.K) and np.array_equal(r.M, ref.M)
-        assert all(np.array_equal(r.hyper[n], ref.hyper[n]) for n in ref.hyper)
-        assert r.settings["init"] == name and r.settings["hold"] is None
-    assert ref.settings["init"] == name
+    ref = fit(X, model, T=T, n_iter=5, n_avg=2, seed=7, init="data")
+    paper = starts.INITS[model][0]
+    K0 = 3 if T is None else T
+    same = lambda r, s: (np.array_equal(r.K, s.K) and np.array_equal(r.M, s.M)  # noqa: E731
+                         and all(np.array_equal(r.hyper[n], s.hyper[n]) for n in s.hyper))
+    r = fit(X, model, T=T, n_iter=5, n_avg=2, seed=7)
+    assert same(r, ref) and r.settings["init"] == ref.settings["init"] == "data"
+    assert r.settings["K_init"] is None and r.settings["hold"] is None
+    r = fit(X, model, T=T, n_iter=5, n_avg=2, seed=7, K_init=K0)
+    s = fit(X, model, T=T, n_iter=5, n_avg=2, seed=7, K_init=K0, init=paper)
+    assert same(r, s) and r.settings["init"] == paper and r.settings["K_init"] == K0
+    assert not same(r, ref)
+    tiny = np.zeros((3, 1), dtype=np.int8)          # a single column: nothing to factorise
+    tiny[:2, 0] = 1
+    r = fit(tiny, model, T=T, n_iter=3, n_avg=1, seed=7)
+    s = fit(tiny, model, T=T, n_iter=3, n_avg=1, seed=7, init=paper)
+    assert same(r, s) and r.settings["init"] == paper
+    with pytest.raises(ValueError, match="too few for init='data'"):
+        fit(tiny, model, T=T, n_iter=3, n_avg=1, seed=7, init="data")
 
 
 def test_bad_options():
