@@ -147,6 +147,24 @@ def sample_gamma0(rng, m_k, gamma0, c0, exposure, e0, f0):
 
 
 @njit(cache=True)
+def _sample_side(rng, F, m_xk, m_k, other_sum, lam, h, ia, ib, C, q, cepm, paper_a, grid, e0, f0):
+    """Step 2 (or 3) of the sweep for one factor ``F`` (n x T): U (``ia, ib = A1, B1``, ``C = C1``,
+    ``m_xk = m_ik``, ``other_sum`` = sum_j V_jk) or V (``A2, B2``, ``C2``, ``m_jk``, sum_i U_ik).
+    Draws b, then a (collapsed over F; the CEPM: a by grid Gibbs, b = C a), then F | -, in
+    place (``h``, ``F``; ``q`` is scratch)."""
+    n, T = F.shape
+    for k in range(T):
+        q[k] = other_sum[k] if (paper_a and not cepm) else lam[k] * other_sum[k]
+    if cepm:
+        h[ia] = sample_shape_grid(rng, grid, m_xk, m_k, q, C, n, e0, f0, not paper_a)
+        h[ib] = C * h[ia]
+    else:
+        h[ib] = sample_rate_hyper(rng, n * T, h[ia], F.sum(), e0, f0)
+        h[ia] = sample_shape_augmented(rng, m_xk, h[ia], h[ib], q, n, e0, f0)
+    sample_factors(rng, m_xk, h[ia], h[ib], other_sum, lam, F)
+
+
+@njit(cache=True)
 def epm_sweep(rng, rows, cols, U, V, lam, h, m_ik, m_jk, m_k, e0, f0,
               cepm, C1, C2, paper_a, grid, n_ones=-1):
     """One Gibbs sweep of the EPM (``cepm=False``) or CEPM (``cepm=True``, b1 = C1 a1, b2 = C2 a2).
@@ -162,34 +180,17 @@ def epm_sweep(rng, rows, cols, U, V, lam, h, m_ik, m_jk, m_k, e0, f0,
     ``paper_a=True`` uses the a-updates as printed in the paper (EPM: no lambda_k
     in the log term; CEPM: grid weight without the (b + q_k)^(-m_..k) factor).
     """
-    I, T = U.shape
-    J = V.shape[0]
+    T = U.shape[1]
     M = sample_latent_counts(rng, rows, cols, U, V, lam, m_ik, m_jk, m_k, n_ones)
     if M < 0:                           # exploded rates: stop, fit raises (common.m_step_error)
         return M
+    q = np.empty(T)
     # --- (b1, a1, U) ---
     sumV = V.sum(axis=0)
-    q = np.empty(T)
-    for k in range(T):
-        q[k] = sumV[k] if (paper_a and not cepm) else lam[k] * sumV[k]
-    if cepm:
-        h[A1] = sample_shape_grid(rng, grid, m_ik, m_k, q, C1, I, e0, f0, not paper_a)
-        h[B1] = C1 * h[A1]
-    else:
-        h[B1] = sample_rate_hyper(rng, I * T, h[A1], U.sum(), e0, f0)
-        h[A1] = sample_shape_augmented(rng, m_ik, h[A1], h[B1], q, I, e0, f0)
-    sample_factors(rng, m_ik, h[A1], h[B1], sumV, lam, U)
+    _sample_side(rng, U, m_ik, m_k, sumV, lam, h, A1, B1, C1, q, cepm, paper_a, grid, e0, f0)
     # --- (b2, a2, V) ---
     sumU = U.sum(axis=0)
-    for k in range(T):
-        q[k] = sumU[k] if (paper_a and not cepm) else lam[k] * sumU[k]
-    if cepm:
-        h[A2] = sample_shape_grid(rng, grid, m_jk, m_k, q, C2, J, e0, f0, not paper_a)
-        h[B2] = C2 * h[A2]
-    else:
-        h[B2] = sample_rate_hyper(rng, J * T, h[A2], V.sum(), e0, f0)
-        h[A2] = sample_shape_augmented(rng, m_jk, h[A2], h[B2], q, J, e0, f0)
-    sample_factors(rng, m_jk, h[A2], h[B2], sumU, lam, V)
+    _sample_side(rng, V, m_jk, m_k, sumU, lam, h, A2, B2, C2, q, cepm, paper_a, grid, e0, f0)
     # --- (c0, gamma0, lambda) ---
     sumV = V.sum(axis=0)
     S = sumU * sumV

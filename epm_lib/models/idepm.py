@@ -398,6 +398,25 @@ def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_
 
 
 @njit(cache=True)
+def _int_seating_pass(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active, alpha1,
+                      alpha2, gamma0, c0, reseat, n_moves):
+    """``_seating_pass`` (``reseat``, ``n_moves``, ``c0``) on the int64 seating of ``seat_counts``
+    / ``active_from_counts``, through its float form (``to_float_seating`` with I alpha1, J alpha2,
+    I x J the count tables, and the new atom's weight gamma0/(I J); then ``to_int_seating``).
+    Returns ``(offsets, z, n_ik, n_jk, n_k, active, pos, n_active)``, new arrays."""
+    I = n_ik.shape[0]
+    J = n_jk.shape[0]
+    Ia1 = I * alpha1
+    Ja2 = J * alpha2
+    C_i, C_j, C_k, g, act, ps = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
+    off, new_z, C_i, C_j, C_k, g, act, ps, n_active = _seating_pass(
+        rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps, n_active, Ia1, Ja2, alpha1, alpha2,
+        gamma0 / (I * J), c0, reseat, n_moves)
+    n_ik, n_jk, n_k, act, ps, n_active = to_int_seating(C_i, C_j, C_k, act, ps, n_active)
+    return off, new_z, n_ik, n_jk, n_k, act, ps, n_active
+
+
+@njit(cache=True)
 def sample_assignments(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
                        alpha1, alpha2, gamma0):
     """The z-step, Eq. (6) (corrected: J alpha2, not I alpha2): reseat every customer once.
@@ -406,16 +425,11 @@ def sample_assignments(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos
     ``(n_ik, n_jk, n_k, active, pos, n_active)`` (``z`` is updated in place; the arrays
     returned are new). ``idepm_sweep`` runs the same kernel on the float form directly.
     """
-    I = n_ik.shape[0]
-    J = n_jk.shape[0]
-    Ia1 = I * alpha1
-    Ja2 = J * alpha2
-    C_i, C_j, C_k, g, act, ps = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
-    _, new_z, C_i, C_j, C_k, g, act, ps, n_active = _seating_pass(
-        rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps, n_active, Ia1, Ja2, alpha1, alpha2,
-        gamma0 / (I * J), 0.0, True, 0)
+    _, new_z, n_ik, n_jk, n_k, act, ps, n_active = _int_seating_pass(
+        rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active, alpha1, alpha2, gamma0,
+        0.0, True, 0)
     z[:] = new_z
-    return to_int_seating(C_i, C_j, C_k, act, ps, n_active)
+    return n_ik, n_jk, n_k, act, ps, n_active
 
 
 @njit(cache=True)
@@ -554,16 +568,8 @@ def birth_death_customers(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, 
     accounts for the atoms not yet in use. ``n_moves`` moves per entry.
     Takes the id-indexed seating; returns (offsets, z, n_ik, n_jk, n_k, active, pos, n_active).
     """
-    I = n_ik.shape[0]
-    J = n_jk.shape[0]
-    Ia1 = I * alpha1
-    Ja2 = J * alpha2
-    C_i, C_j, C_k, g, act, ps = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
-    off, z, C_i, C_j, C_k, g, act, ps, n_active = _seating_pass(
-        rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps, n_active, Ia1, Ja2,
-        alpha1, alpha2, gamma0 / (I * J), c0, False, n_moves)
-    n_ik, n_jk, n_k, act, ps, n_active = to_int_seating(C_i, C_j, C_k, act, ps, n_active)
-    return off, z, n_ik, n_jk, n_k, act, ps, n_active
+    return _int_seating_pass(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
+                             alpha1, alpha2, gamma0, c0, False, n_moves)
 
 
 @njit(cache=True)
