@@ -1,6 +1,7 @@
-"""Open every chapter page of the built book in headless Chromium and check what a reader sees.
+"""Open every chapter page of the built book, and its landing page (``intro.html``, from
+``intro.ipynb``), in headless Chromium and check what a reader sees.
 
-Fails (exit 1) when a chapter page
+Fails (exit 1) when a page
 
 * has no equation rendered by MathJax (``<mjx-container``), or shows a MathJax
   error (``mjx-merror``);
@@ -39,6 +40,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 NO_MATH = {"bibliography"}          # pages that legitimately hold no equation
+LANDING = "intro.html"              # the landing page (root of _toc.yml), built from intro.ipynb
 WIDE, NARROW = 1280, 390            # window widths measured (px)
 SLACK = 1                           # px of rounding allowed
 CHROMIUM_FLAGS = [
@@ -200,7 +202,7 @@ def describe(p: dict) -> str:
 
 
 def check_page(page: Path) -> tuple[str, list[str]]:
-    """Return (summary line, problems) for one chapter page."""
+    """Return (summary line, problems) for one page (a chapter or the landing page)."""
     copy = page.with_name(f".check-{page.name}")
     wrapper = page.with_name(f".check{NARROW}-{page.name}")
     source = page.read_text(encoding="utf-8")
@@ -232,7 +234,8 @@ def check_page(page: Path) -> tuple[str, list[str]]:
         target = Path(unquote(url.path)) if url.scheme == "file" else (page.parent / unquote(url.path))
         if not target.is_file() or target.stat().st_size == 0:
             missing.append(src)
-    expected = notebook_images(Path("chapters") / (page.stem + ".ipynb"))
+    notebook = Path(page.stem + ".ipynb") if page.name == LANDING else Path("chapters") / (page.stem + ".ipynb")
+    expected = notebook_images(notebook)
     if n_math == 0 and page.stem not in NO_MATH:
         problems.append("no rendered equation (<mjx-container)")
     if missing:
@@ -258,6 +261,10 @@ def main(site: str) -> int:
     if not pages:
         print(f"no chapter pages under {site_dir / 'chapters'}")
         return 1
+    if not (site_dir / LANDING).is_file():
+        print(f"no landing page {site_dir / LANDING}")
+        return 1
+    pages.append(site_dir / LANDING)
     with ThreadPoolExecutor(max_workers=3) as pool:
         results = list(pool.map(check_page, pages))
     failures = []
@@ -267,7 +274,7 @@ def main(site: str) -> int:
             print(f"       {p}")
         if problems:
             failures.append(page.name)
-    print(f"site check: {len(pages)} chapter pages, {len(failures)} with problems"
+    print(f"site check: {len(pages) - 1} chapter pages and the landing page, {len(failures)} with problems"
           f" (overflow measured at {WIDE} px and {NARROW} px)")
     return 1 if failures else 0
 

@@ -1,12 +1,12 @@
 """Reading and summarising stored experiment records (``results/``) for the Part III chapters.
 
-The chapters 22 (Fig. 2), 23 (does the EPM overfit?) and 26 (the verdict) share these helpers:
-loading the records of the paper's protocol (Sec. 5: 600 iterations, the last 100 averaged, ten
-folds) with integrity checks, per-fold values of a metric, means with standard errors over
-folds, paired fold differences, and the Fig. 2 panels and tables. Records are read with
-``epm_lib.experiments.load_results`` (their format: ``results/README.md``); the baselines scored
-on the same folds (``epm_lib.experiments.run_baselines``) with ``load_baselines_present`` and
-drawn in Fig. 2 as horizontal lines.
+The chapters 22 (Fig. 2), 23 (does the EPM overfit?) and 26 (the verdict), and the landing page
+(``intro.ipynb``), share these helpers: loading the records of the paper's protocol (Sec. 5: 600
+iterations, the last 100 averaged, ten folds) with integrity checks, per-fold values of a metric,
+means with standard errors over folds, paired fold differences, and the Fig. 2 panels and tables.
+Records are read with ``epm_lib.experiments.load_results`` (their format: ``results/README.md``);
+the baselines scored on the same folds (``epm_lib.experiments.run_baselines``) with
+``load_baselines_present`` and drawn in Fig. 2 as horizontal lines.
 
 The converged protocol (``epm_lib.experiments.run_converged``: several chains from dispersed
 starts, run until split-R-hat <= 1.01 or a cap) has records of its own; ``load_converged_present``
@@ -28,7 +28,8 @@ __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCA
            "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
            "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds",
-           "CONVERGED_MODELS", "h3_level", "protocols_figure", "rhat_max", "start_means"]
+           "CONVERGED_MODELS", "h3_level", "protocols_figure", "rhat_max", "start_means", "model_spread",
+           "planted_scores"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -395,6 +396,34 @@ def rhat_max(rec):
     (K one constant value in every chain, e.g. at T = 2); NaN if neither is defined."""
     r = [d["rhat"] for d in (rec["diagnostics"]["K"], rec["diagnostics"]["tdll"]) if d["rhat"] is not None]
     return max(r) if r else float("nan")
+
+
+def model_spread(recs, models, metric, Ts=PAPER_T):
+    """{T: largest minus smallest fold mean of ``metric`` among ``models`` at T}, for the T at which
+    every model has records: how far apart the models' curves of Fig. 2 lie (the landing page and
+    chapter 22 read it off the converged records, where the EPM, CEPM and DEPM draw one curve)."""
+    out = {}
+    for T in Ts:
+        mus = [mean_se(values(recs, m, T, metric))[0] for m in models]
+        if all(np.isfinite(mus)):
+            out[T] = float(max(mus) - min(mus))
+    return out
+
+
+def planted_scores(bench, metric="tdauc_pr"):
+    """{label: {fold: score}} of ``benchmarks/bench_starts.py``'s planted-partition runs (its JSON file,
+    ``benchmarks/starts_planted.json``, as a dict): one label per model and start ("IDEPM/data",
+    "DEPM/paper", "EPM/data+hold", ...), and "SVD" for the truncated SVD of chosen rank
+    (``score_baselines``' "svd-auto") on the same folds; toy90's runs and the network's description
+    are left out. The values feed :func:`mean_se` like those of :func:`values`."""
+    out = {}
+    for key, rec in bench.items():
+        fold, _, name = key.partition("/")
+        if not fold.isdigit():
+            continue
+        label, score = ("SVD", rec["svd-auto"][metric]) if name == "SVD" else (name, rec[metric])
+        out.setdefault(label, {})[int(fold)] = float(score)
+    return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
 
 
 def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):

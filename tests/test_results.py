@@ -301,3 +301,32 @@ def test_protocols_figure(enron, converged):
     idepm = [line for line in axes[1].get_lines() if line.get_label() == "IDEPM"]
     assert idepm and idepm[0].get_ydata()[0] == pytest.approx(R.mean_se(R.values(converged, "IDEPM", None, "K_mean"))[0])
     plt.close(fig)
+
+
+def test_model_spread(enron, converged):
+    """The largest minus the smallest fold mean among the models, per T; a T some model lacks is left out."""
+    ms = ("EPM", "CEPM", "DEPM")
+    spread = R.model_spread(converged, ms, "K_mean")
+    assert list(spread) == list(PAPER_T)
+    mus = [R.mean_se(R.values(converged, m, 64, "K_mean"))[0] for m in ms]
+    assert spread[64] == pytest.approx(max(mus) - min(mus)) and spread[64] >= 0
+    assert spread[2] == pytest.approx(0.0, abs=1e-3)                # K = T = 2 in every chain
+    # the 600-sweep records at T = 128: CEPM 41.6, DEPM 15.9 atoms (chapter 22)
+    assert R.model_spread(enron, ms, "K_mean", Ts=(128,))[128] > 20
+    assert R.model_spread([r for r in converged if r["T"] != 32], ms, "tdll", Ts=(16, 32)).keys() == {16}
+    assert R.model_spread(converged, ("EPM",), "tdll") == {T: 0.0 for T in PAPER_T}
+
+
+def test_planted_scores():
+    """benchmarks/starts_planted.json: five pair folds of each model and start, and the SVD's."""
+    import json
+    bench = json.loads((RESULTS.parent / "benchmarks" / "starts_planted.json").read_text())
+    s = R.planted_scores(bench)
+    assert "SVD" in s and "IDEPM/data" in s and "DEPM/paper" in s and not any("toy90" in k for k in s)
+    assert all(list(v) == [0, 1, 2, 3, 4] for v in s.values())
+    assert s["SVD"][0] == bench["0/SVD"]["svd-auto"]["tdauc_pr"]
+    assert s["EPM/data+hold"][3] == bench["3/EPM/data+hold"]["tdauc_pr"]
+    assert R.planted_scores(bench, "tdll")["IDEPM/paper"][1] == bench["1/IDEPM/paper"]["tdll"]
+    mu = {k: R.mean_se(v)[0] for k, v in s.items()}
+    assert all(mu[f"{m}/paper"] < 0.1 < 0.4 < mu["SVD"] < mu[f"{m}/data"] for m in ("IDEPM", "DEPM", "EPM"))
+    assert R.planted_scores({"network": {}, "toy90/0/EPM/data": {"tdauc_pr": 1.0}}) == {}
