@@ -43,8 +43,52 @@ def _arviz():
 class ChainSet:
     """What ``fit_chains`` returns: the runs, one per chain, and their traces for ArviZ."""
     results: list            # FitResult per chain
-    starts: list             # K_init of each chain
+    starts: list             # K_init of each chain, or "data"
     seeds: list              # seed of each chain
+    mask: object = None      # fit's mask (missing entries), for the in-sample log likelihood
+
+    def table(self):
+        """One row per chain (a ``pandas.DataFrame``): its start, seed, atoms at the start, mean K
+        and M over the averaged iterations, the in-sample log likelihood per entry
+        (``diagnose.in_sample_loglik``), the held-out TDLL, AUC-PR and AUC-ROC (with a test set),
+        and what ``diagnose.check`` found degenerate. Where chains disagree, compare ``tdll``
+        (held out) or ``loglik`` (in sample): :meth:`best` picks by them."""
+        import pandas as pd
+        from .diagnose import in_sample_loglik
+        rows = []
+        for start, seed, r in zip(self.starts, self.seeds, self.results):
+            n_avg = r.settings["n_avg"]
+            rows.append(dict(start=start, seed=repr(seed), K_start=r.settings.get("K_start"),
+                             K=float(r.K[-n_avg:].mean()), M=float(r.M[-n_avg:].mean()),
+                             loglik=in_sample_loglik(r, self.mask), tdll=r.tdll, tdauc_pr=r.tdauc_pr,
+                             tdauc_roc=r.tdauc_roc, degenerate="; ".join(r.diagnosis)))
+        return pd.DataFrame(rows)
+
+    def best(self, by=None) -> int:
+        """The index of the chain that predicts best: the highest held-out TDLL when the chains had
+        a test set (``by="tdll"``), else the highest in-sample log likelihood (``by="loglik"``)."""
+        t = self.table()
+        by = by or ("tdll" if np.all(np.isfinite(t["tdll"])) else "loglik")
+        if by not in ("tdll", "loglik", "tdauc_pr"):
+            raise ValueError(f"by must be 'tdll', 'loglik' or 'tdauc_pr', got {by!r}")
+        return int(np.argmax(t[by].to_numpy()))
+
+    def stacking_weights(self, rows, cols, labels) -> np.ndarray:
+        """Stacking weights of the chains (Yao, Vehtari & Gelman 2022, for chains that do not mix):
+        the weights on the simplex that maximise the log predictive density of the 0/1 ``labels``
+        at validation entries (rows, cols) under the mixture of the chains' predictions
+        (``epm_lib.stacking``). The validation entries must be held out of every chain (in its
+        ``test`` or ``mask``) and be other than the entries the stacked prediction is scored on."""
+        from .stacking import stacking_weights
+        probs = np.column_stack([r.predict(rows, cols) for r in self.results])
+        return stacking_weights(probs, labels)
+
+    def predict(self, rows, cols, weights=None) -> np.ndarray:
+        """The chains' predictions at (rows, cols) mixed with ``weights`` (default: equal)."""
+        w = np.full(len(self.results), 1.0 / len(self.results)) if weights is None else np.asarray(weights, float)
+        if w.shape != (len(self.results),) or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
+            raise ValueError(f"weights must be {len(self.results)} non-negative numbers summing to 1, got {weights!r}")
+        return np.column_stack([r.predict(rows, cols) for r in self.results]) @ w
 
     @property
     def idata(self):
@@ -154,15 +198,16 @@ def _as_list(name, v, what):
 
 
 def _check_starts_seeds(starts, seeds):
-    """``starts``: a sequence of at least two integers >= 1 (the chains' ``K_init``); ``seeds``:
+    """``starts``: a sequence of at least two starts, each an integer >= 1 (the chain's ``K_init``,
+    the paper's start) or ``"data"`` (``fit(init="data")``); ``seeds``:
     None (0, 1, ...) or one distinct seed per start, each a non-negative integer (or a list of
     them, as ``fit``'s ``seed``). Returns both as lists (numpy integers as ``int``)."""
-    starts = _as_list("starts", starts, "integers >= 1 (initial numbers of atoms)")
-    bad = [k for k in starts if not _is_int(k, 1)]
+    starts = _as_list("starts", starts, "integers >= 1 (initial numbers of atoms) or 'data'")
+    bad = [k for k in starts if not (_is_int(k, 1) or (isinstance(k, str) and k == "data"))]
     if bad:
-        raise ValueError(f"starts must be integers >= 1 (initial numbers of atoms, one per chain), "
-                         f"got {bad[0]!r} in {starts!r}")
-    starts = [int(k) for k in starts]
+        raise ValueError(f"starts must be integers >= 1 (initial numbers of atoms, the paper's start) or "
+                         f"'data' (fit's data-driven start), one per chain; got {bad[0]!r} in {starts!r}")
+    starts = [k if isinstance(k, str) else int(k) for k in starts]
     if len(starts) < 2:
         raise ValueError(f"give at least two starts (chains), got {starts}")
     if seeds is None:
@@ -184,22 +229,32 @@ def _check_starts_seeds(starts, seeds):
 def _one_chain(X, model, K_init, seed, kwargs, parent_pid=None):
     if parent_pid is not None:           # a pool's worker: Ctrl-C is the parent's to handle
         ignore_sigint_in_worker(parent_pid)
-    return fit(X, model, K_init=K_init, seed=seed, **kwargs)
+    return fit(X, model, seed=seed, **_start_kwargs(K_init), **kwargs)
+
+
+def _describe(start):
+    return "from the data's start" if start == "data" else f"from {start} atoms"
+
+
+def _start_kwargs(start):
+    """``fit``'s options for one entry of ``starts``: ``K_init`` (the paper's start) or the data's."""
+    return dict(init="data") if start == "data" else dict(K_init=start)
 
 
 def fit_chains(X, model, *, starts=(1, 100), seeds=None, n_jobs=1, **fit_kwargs) -> ChainSet:
-    """Run one chain per entry of ``starts`` (their ``K_init``) with its own seed.
+    """Run one chain per entry of ``starts`` with its own seed.
 
-    ``starts``: initial numbers of atoms, e.g. ``(1, 1, 100, 100)`` for two chains from one atom
-    and two from a hundred (truncated models: 1 <= K_init <= T; the default ``(1, 100)`` is for
-    the IDEPM). ``seeds``: one per chain (default ``0, 1, ...``); chains must not share a seed.
+    ``starts``: where each chain starts: an initial number of atoms (``K_init``, the paper's start;
+    truncated models: 1 <= K_init <= T) or ``"data"`` (``fit``'s data-driven start), e.g.
+    ``("data", 1, 100)`` for the data's start beside one atom and a hundred (the default
+    ``(1, 100)`` is for the IDEPM). ``seeds``: one per chain (default ``0, 1, ...``); chains must not share a seed.
     ``n_jobs``: chains run in parallel processes (joblib); every chain's numbers are the same
     whatever ``n_jobs`` is. Other keyword arguments go to ``epm_lib.fit`` (``T``, ``n_iter``,
     ``test``, ``split_merge``, ...). Returns a :class:`ChainSet`; ``.diagnostics()`` gives
     split-R-hat and ESS.
     """
     starts, seeds = _check_starts_seeds(starts, seeds)
-    for bad in ("K_init", "seed"):
+    for bad in ("K_init", "seed", "init"):
         if bad in fit_kwargs:
             raise ValueError(f"pass {bad} through starts/seeds, not as a keyword")
     if n_jobs == 1:
@@ -208,7 +263,7 @@ def fit_chains(X, model, *, starts=(1, 100), seeds=None, n_jobs=1, **fit_kwargs)
         from joblib import Parallel, delayed
         results = Parallel(n_jobs=n_jobs)(delayed(_one_chain)(X, model, k, s, fit_kwargs, os.getpid())
                                           for k, s in zip(starts, seeds))
-    return ChainSet(results=list(results), starts=starts, seeds=seeds)
+    return ChainSet(results=list(results), starts=starts, seeds=seeds, mask=fit_kwargs.get("mask"))
 
 
 def _inputs_digest(X, kw):
@@ -427,7 +482,7 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
 
     def step(c):
         if runs[c] is None:
-            return fit(X, model, K_init=starts[c], seed=seeds[c], n_iter=segment, **kw)
+            return fit(X, model, seed=seeds[c], n_iter=segment, **_start_kwargs(starts[c]), **kw)
         return concat(runs[c], fit(X, model, resume=runs[c], n_iter=segment, **kw))
 
     while True:
@@ -437,7 +492,7 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
                     bad = np.flatnonzero(~np.isfinite(r.tdll_trace))
                     if bad.size:
                         raise ValueError(
-                            f"chain {c} (from {starts[c]} atoms, seed {seeds[c]}) has a non-finite test log "
+                            f"chain {c} ({_describe(starts[c])}, seed {seeds[c]}) has a non-finite test log "
                             f"likelihood at sweep {bad[0] + 1} ({r.tdll_trace[bad[0]]}: a held-out entry given "
                             f"probability 0 or 1, e.g. by a collapsed state with K = {int(r.K[bad[0]])}); the "
                             f"split-R-hat of the TDLL is undefined, so the chains cannot be judged on it")
@@ -450,7 +505,7 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
             if stopped:
                 summary = dict(stopped=stopped, converged=stopped == "converged", sweeps=sweeps,
                                seconds=seconds, **{v: d[v] for v in var_names})
-                return ChainSet(results=runs, starts=starts, seeds=seeds), summary
+                return ChainSet(results=runs, starts=starts, seeds=seeds, mask=kw.get("mask")), summary
         runs = [step(c) for c in range(len(starts))]
         if checkpoint is not None:
             for r, p in zip(runs, paths):

@@ -17,7 +17,7 @@ from .distributions import cepm_grid
 from .interrupt import deferred_sigint
 from .metrics import bernoulli_tdll, tdauc_pr, auc_roc
 from .models import common, gamma_epm, depm, idepm, moves
-from . import starts
+from . import diagnose, starts
 from .fit_options import (MODELS, DEFAULT_K_INIT, DEFAULT_SPLIT_MERGE, KEEP_BYTES, Options,  # noqa: F401
                           check_options)
 from .fit_data import FitData, prepare, prepare_matrix, missing_mask, mask_entries, _compact  # noqa: F401
@@ -327,10 +327,14 @@ class _Recorder:
                         n_masked=int(d.mrows.size), symmetric=o.symmetric, init=start["init"],
                         K_start=start["K_start"], init_seconds=start["init_seconds"],
                         hold=None if o.hold is None else list(o.hold))
-        return FitResult(model=o.model, T=o.T, K=self.K, seconds=self.seconds, tdll_trace=self.tdll_trace,
-                         test_prob=test_prob, tdll=tdll, tdauc_pr=auc, hyper=self.hyper, M=self.M, state=st,
-                         settings=settings, move_stats=self.move_stats, samples=self.samples, tdauc_roc=roc,
-                         log_joint=self.log_joint)
+        result = FitResult(model=o.model, T=o.T, K=self.K, seconds=self.seconds, tdll_trace=self.tdll_trace,
+                           test_prob=test_prob, tdll=tdll, tdauc_pr=auc, hyper=self.hyper, M=self.M, state=st,
+                           settings=settings, move_stats=self.move_stats, samples=self.samples, tdauc_roc=roc,
+                           log_joint=self.log_joint)
+        # flat atoms, dust, in-sample predictions at chance: warn (epm_lib.diagnose; no chain draw)
+        result.diagnosis = diagnose.warn_if_degenerate(result, d.rows, d.cols, (d.I, d.J), (d.mrows, d.mcols),
+                                                       st.get("row_ids"), st.get("col_ids"), stacklevel=4)
+        return result
 
 
 # ----------------------------------------------------------------------------------------------

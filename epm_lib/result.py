@@ -43,6 +43,8 @@ class FitResult:
     tdauc_roc: float = float("nan")       # area under the ROC curve of test_prob (NaN: one class only)
     log_joint: np.ndarray | None = None   # IDEPM: ln P(m, [z] | h) + ln p(h) after each iteration
                                           # (``idepm.log_joint``); None for the truncated models
+    diagnosis: list = field(default_factory=list)  # what ``epm_lib.diagnose.check`` found degenerate
+                                                   # (fit warns; empty: nothing, or not checked)
 
     def predict(self, rows, cols) -> np.ndarray:
         """Posterior mean probability of a link, 1 - exp(-sum_k R_ik C_jk lambda_k) averaged over
@@ -131,7 +133,7 @@ class FitResult:
         for s, (R, C, lam) in enumerate(samples):
             arrays.update({f"sample.{s}.R": R, f"sample.{s}.C": C, f"sample.{s}.lam": lam})
         meta = dict(model=self.model, T=self.T, tdll=self.tdll, tdauc_pr=self.tdauc_pr, tdauc_roc=self.tdauc_roc,
-                    settings=settings, state_extra=extra, n_samples=len(samples))
+                    settings=settings, state_extra=extra, n_samples=len(samples), diagnosis=list(self.diagnosis))
         arrays["__meta__"] = np.array(json.dumps(meta, default=int))
         if mode is not None and stat.S_ISCHR(mode):    # /dev/null, a terminal: straight through
             import io
@@ -203,7 +205,7 @@ def concat(*results):
                      tdauc_pr=last.tdauc_pr, tdauc_roc=last.tdauc_roc,
                      hyper={n: np.concatenate([r.hyper[n] for r in results]) for n in last.hyper},
                      M=cat("M"), state=last.state, settings=settings, move_stats=cat("move_stats"),
-                     samples=last.samples,
+                     samples=last.samples, diagnosis=list(last.diagnosis),
                      log_joint=None if any(r.log_joint is None for r in results) else cat("log_joint"))
 
 
@@ -244,6 +246,9 @@ def load_result(path) -> "FitResult":
     if problem:
         raise bad(problem)
     n_samples = meta.get("n_samples")       # None: saved by an older epm_lib, without samples
+    diagnosis = meta.get("diagnosis", [])   # absent: saved before the check existed
+    if not (isinstance(diagnosis, list) and all(isinstance(d, str) for d in diagnosis)):
+        raise bad(f"'diagnosis' is not a list of texts: {diagnosis!r}")
     samples = None if n_samples is None else \
         [tuple(arrays[f"sample.{s}.{p}"] for p in ("R", "C", "lam")) for s in range(n_samples)]
     state = {k[6:]: v for k, v in arrays.items() if k.startswith("state.")}
@@ -255,7 +260,7 @@ def load_result(path) -> "FitResult":
                   tdauc_pr=meta["tdauc_pr"], tdauc_roc=meta.get("tdauc_roc", float("nan")),
                   hyper=hyper, M=arrays["M"], state=state,
                   settings=meta["settings"], move_stats=arrays["move_stats"],
-                  log_joint=arrays.get("log_joint"), samples=samples)
+                  log_joint=arrays.get("log_joint"), samples=samples, diagnosis=diagnosis)
     r._source = str(path)                   # named by the errors of fit(resume=...) and predict
     r._samples_not_saved = n_samples is None
     return r

@@ -170,7 +170,8 @@ def choose_rank(X, symmetric=False, k_max=K_MAX, seed=0, margin=MARGIN):
     the binary matrix ``X`` (missing entries as zeros) above the noise edge of a Bernoulli matrix
     with the variance profile of its rank-K reconstruction (module docstring). Returns
     ``(K, info)``, ``info`` a dict with the values, the edge, the profile's typical row and
-    column variance sums and the K of each round."""
+    column variance sums, the K of each round and the singular vectors (``U``, ``Vt``: X is
+    about ``U diag(values) Vt``)."""
     Xc = sp.csr_matrix(X)
     I, J = Xc.shape
     k = max(1, min(int(k_max), min(I, J) - 1))
@@ -188,7 +189,8 @@ def choose_rank(X, symmetric=False, k_max=K_MAX, seed=0, margin=MARGIN):
         col = float(cs @ cs / max(cs.sum(), 1e-300))
         edge = 2.0 * math.sqrt(row) if symmetric else math.sqrt(row) + math.sqrt(col)
         K = max(1, int(np.count_nonzero(s > edge * (1 + margin))))
-    return K, dict(values=s, edge=edge, row_variance=row, col_variance=col, rounds=seen + [K], K=K)
+    return K, dict(values=s, edge=edge, row_variance=row, col_variance=col, rounds=seen + [K], K=K,
+                   U=U, Vt=Vt)
 
 
 @njit(cache=True)

@@ -1,0 +1,189 @@
+"""``epm_lib.diagnose``: is a fit degenerate? Flat atoms, dust, predictions at chance.
+
+A chain can settle where its start left it rather than where the data are (issue 20; the
+chapter "Where a chain starts"): from the paper's start on a 12-group planted-partition network
+the IDEPM spreads 1,124 customers over about 450 atoms ("dust") and the truncated models keep
+flat atoms (shape parameters alpha or a above 1, every atom spread over every row); their
+predictions of the *training* matrix are then near chance (in-sample AUC-ROC 0.55-0.63), while a
+truncated SVD of the same matrix scores 0.95 and the data's start 0.97-0.99. ``check`` measures
+three things after a run and ``fit`` warns (``DegenerateFitWarning``) when one of them is off:
+
+* **chance** (or **poor fit**, when the AUC is 0.7 or more): the in-sample AUC-ROC of the fit's
+  posterior mean (kept samples) at the ones of X against as many sampled zeros (never a masked
+  entry) is more than ``AUC_GAP`` below that of the rank-K truncated SVD of X (K from
+  ``starts.choose_rank``) at the same entries;
+* **dust**: the mean number of active atoms over the averaged iterations is at least
+  ``DUST_FRACTION`` of the ones of X;
+* **flat** (reported with the others, not alone): shape parameters (alpha1, alpha2; a1, a2) above
+  ``FLAT_SHAPE``.
+
+Matrices with fewer than ``MIN_ONES`` ones are not checked (too few entries for the AUC to mean
+anything). The sampled entries come from a generator of their own (``SEED``), so that the check
+changes no draw of the chain, and the numbers in a warning are rounded to two decimals.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from .metrics import auc_roc
+from .models import common
+
+__all__ = ["DegenerateFitWarning", "check", "warn_if_degenerate", "in_sample_loglik", "AUC_GAP", "DUST_FRACTION",
+           "FLAT_SHAPE", "MIN_ONES"]
+
+#: in-sample AUC-ROC this far below the truncated SVD's counts as predicting at chance
+AUC_GAP = 0.15
+#: active atoms >= this fraction of the ones: dust
+DUST_FRACTION = 0.2
+#: shape parameters above this: flat atoms
+FLAT_SHAPE = 1.0
+#: fewest ones of X for a check
+MIN_ONES = 200
+#: most ones (and as many zeros) the AUC looks at
+MAX_ENTRIES = 20_000
+#: the check's own random stream
+SEED = 20171204
+#: how many of the kept samples the in-sample prediction averages (the last ones)
+MAX_SAMPLES = 10
+
+
+class DegenerateFitWarning(UserWarning):
+    """A fit whose atoms are flat or dust, or whose in-sample predictions are near chance."""
+
+
+def _entries(rows, cols, I, J, excluded, rng):
+    """Up to ``MAX_ENTRIES`` of the ones (rows, cols) and as many uniformly drawn zeros of an
+    I x J matrix, none of them in ``excluded`` (flat keys i J + j: the ones and masked entries)."""
+    n = min(rows.shape[0], MAX_ENTRIES)
+    pick = np.sort(rng.choice(rows.shape[0], n, replace=False)) if n < rows.shape[0] else np.arange(n)
+    zr, zc = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    for _ in range(20):                     # rejection: zeros are most entries of a sparse matrix
+        r = rng.integers(0, I, 4 * n)
+        c = rng.integers(0, J, 4 * n)
+        ok = ~np.isin(r * J + c, excluded)
+        zr, zc = np.concatenate([zr, r[ok]]), np.concatenate([zc, c[ok]])
+        if zr.shape[0] >= n:
+            break
+    return rows[pick], cols[pick], zr[:n], zc[:n]
+
+
+def _svd_scores(info, K, at_rows, at_cols):
+    """The rank-K truncated SVD of X (``choose_rank``'s factors in ``info``) at the given entries."""
+    U, s, Vt = info["U"][:, :K], info["values"][:K], info["Vt"][:K]
+    return np.einsum("ek,ek->e", U[at_rows] * s, Vt.T[at_cols])
+
+
+def check(result, rows, cols, shape, missing=None, row_ids=None, col_ids=None) -> list[str]:
+    """What is degenerate about ``result`` (a ``FitResult`` with kept samples), as sentences
+    (empty: nothing). ``rows``, ``cols``: the ones of X; ``missing``: (rows, cols) of masked
+    entries or None; ``row_ids``, ``col_ids``: the IDEPM's rows and columns with parameters
+    (``state["row_ids"]``), None for the truncated models."""
+    I, J = shape
+    if rows.shape[0] < MIN_ONES or not result.samples:
+        return []
+    found = []
+    n_avg = result.settings["n_avg"]
+    K_mean = float(result.K[-n_avg:].mean())
+    if K_mean >= DUST_FRACTION * rows.shape[0]:
+        found.append(f"dust: {K_mean:.0f} active atoms on average for {rows.shape[0]} ones")
+    # in-sample AUC against a truncated SVD, on entries that have parameters
+    from .starts import choose_rank
+    X = sp.csr_matrix((np.ones(rows.shape[0]), (rows, cols)), shape=(I, J))
+    K_svd, info = choose_rank(X, seed=SEED)
+    excluded = rows * J + cols
+    if missing is not None and missing[0].size:
+        excluded = np.concatenate([excluded, missing[0] * J + missing[1]])
+    if row_ids is not None:                 # the IDEPM: parameters only where ones, tests or masks are
+        ok_r, ok_c = np.zeros(I, bool), np.zeros(J, bool)
+        ok_r[row_ids], ok_c[col_ids] = True, True
+    rng = np.random.default_rng(SEED)
+    o_r, o_c, z_r, z_c = _entries(rows, cols, I, J, np.unique(excluded), rng)
+    if row_ids is not None:
+        keep = ok_r[z_r] & ok_c[z_c]
+        z_r, z_c = z_r[keep], z_c[keep]
+    if z_r.size == 0:
+        return found
+    at_r, at_c = np.concatenate([o_r, z_r]), np.concatenate([o_c, z_c])
+    y = np.concatenate([np.ones(o_r.size), np.zeros(z_r.size)])
+    k_r, k_c = (at_r, at_c) if row_ids is None else (np.searchsorted(row_ids, at_r), np.searchsorted(col_ids, at_c))
+    directions = [(k_r, k_c), (k_c, k_r)] if result.settings.get("symmetric") else [(k_r, k_c)]
+    p = np.zeros(y.size)
+    samples = result.samples[-MAX_SAMPLES:]
+    for R, C, lam in samples:
+        for a, b in directions:
+            p += -np.expm1(-common.link_rates(a, b, R, C, lam))
+    auc_fit = auc_roc(y, p)
+    auc_svd = auc_roc(y, _svd_scores(info, K_svd, at_r, at_c))
+    if auc_fit < auc_svd - AUC_GAP:
+        found.append(f"{'chance' if auc_fit < 0.7 else 'poor fit'}: in-sample AUC-ROC {auc_fit:.2f}, against "
+                     f"{auc_svd:.2f} for a rank-{K_svd} truncated SVD of the same matrix")
+    if found:
+        names = ("a1", "a2") if result.model in ("EPM", "CEPM") else ("alpha1", "alpha2")
+        shapes = [float(result.hyper[n][-n_avg:].mean()) for n in names]
+        if max(shapes) > FLAT_SHAPE:
+            found.append(f"flat atoms: {names[0]} {shapes[0]:.2f}, {names[1]} {shapes[1]:.2f} (above "
+                         f"{FLAT_SHAPE:g}: every atom spread over many rows and columns)")
+    return found
+
+
+def advice(result, found=()) -> str:
+    """What to try, for a warning about the findings ``found``."""
+    tips = []
+    if result.settings.get("init") != "data":
+        tips.append("start from the data (fit's default, init='data')")
+    if result.T is not None and result.K[-result.settings["n_avg"]:].mean() >= result.T - 0.5:
+        tips.append(f"a larger truncation level (every one of the T = {result.T} atoms is in use)")
+    tips.append("hold the shape parameters small during burn-in (hold=(300, 0.1))")
+    tips.append("run several chains from different starts and compare them "
+                "(fit_chains(X, model, starts=('data', 1, 100)).table())")
+    return "; ".join(tips)
+
+
+def warn_if_degenerate(result, rows, cols, shape, missing=None, row_ids=None, col_ids=None, stacklevel=3):
+    """``check`` and, if something is found, a ``DegenerateFitWarning`` saying what and what to try.
+    Returns the findings."""
+    found = check(result, rows, cols, shape, missing, row_ids, col_ids)
+    if found:
+        label = result.model + (f"-{result.T}" if result.T else "")
+        warnings.warn(f"the {label} fit (init={result.settings.get('init')!r}) looks degenerate: "
+                      + "; ".join(found) + ". Try: " + advice(result, found) + ".",
+                      DegenerateFitWarning, stacklevel=stacklevel)
+    return found
+
+
+def in_sample_loglik(result, mask=None) -> float:
+    """The Bernoulli log likelihood of the training matrix per entry, averaged over the last
+    ``MAX_SAMPLES`` kept samples: ones log(1 - exp(-r_ij)), zeros -r_ij (through sums: the rates of
+    all entries, sum_k lambda_k (sum_i R_ik)(sum_j C_jk), minus those of the ones and of the
+    masked entries, which are left out). For the IDEPM only the rows and columns with parameters
+    count (``state["row_ids"]``: all, unless some carry neither a one nor a test or masked
+    entry). NaN when the result kept no samples. Compares chains of one data set."""
+    if not result.samples:
+        return float("nan")
+    I, J = result.settings["shape"]
+    rows, cols = result.state["rows"], result.state["cols"]
+    row_ids, col_ids = result.state.get("row_ids"), result.state.get("col_ids")
+    n_rows, n_cols = (I, J) if row_ids is None else (row_ids.shape[0], col_ids.shape[0])
+    to_r = (lambda a: a) if row_ids is None else (lambda a: np.searchsorted(row_ids, a))  # noqa: E731
+    to_c = (lambda a: a) if col_ids is None else (lambda a: np.searchsorted(col_ids, a))  # noqa: E731
+    miss_r = miss_c = np.zeros(0, np.int64)
+    if mask is not None:
+        from .fit_data import mask_entries
+        key = mask_entries(mask, (I, J))
+        if result.settings.get("symmetric"):
+            key = np.unique(np.concatenate([key, (key % J) * J + key // J]))
+        miss_r, miss_c = key // J, key % J
+    r1, c1, mr, mc = to_r(rows), to_c(cols), to_r(miss_r), to_c(miss_c)
+    n_entries = n_rows * n_cols - mr.shape[0]
+    total = 0.0
+    samples = result.samples[-MAX_SAMPLES:]
+    for R, C, lam in samples:
+        rate_ones = common.link_rates(r1, c1, R, C, lam)
+        rate_all = float(np.sum(lam * R.sum(axis=0) * C.sum(axis=0)))
+        rate_miss = float(common.link_rates(mr, mc, R, C, lam).sum()) if mr.size else 0.0
+        total += float(np.sum(np.log(-np.expm1(-np.maximum(rate_ones, 1e-300))))) \
+            - (rate_all - float(rate_ones.sum()) - rate_miss)
+    return total / (len(samples) * n_entries)
