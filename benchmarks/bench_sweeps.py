@@ -145,7 +145,7 @@ def kernel_seconds(rows, cols, R, C, lam, repeats):
 
 def bench_truncated(X, model, T, repeats, warmup, seed):
     """Time epm_sweep / depm_sweep on the state of a ``warmup``-sweep fit."""
-    r = epm_lib.fit(X, model, T=T, n_iter=warmup, n_avg=1, seed=seed)
+    r = epm_lib.fit(X, model, T=T, n_iter=warmup, n_avg=1, seed=seed, init="paper")   # all T atoms in play
     st = r.state
     rows, cols = st["rows"], st["cols"]
     I, J = X.shape

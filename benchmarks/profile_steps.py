@@ -320,7 +320,7 @@ def report(title, tm, repeats, extra):
 
 
 def profile_truncated(X, model, T, repeats, warmup, seed):
-    r = epm_lib.fit(X, model, T=T, n_iter=warmup, n_avg=1, seed=seed)
+    r = epm_lib.fit(X, model, T=T, n_iter=warmup, n_avg=1, seed=seed, init="paper")   # all T atoms in play
     st = r.state
     rows, cols = st["rows"], st["cols"]
     I, J = X.shape
