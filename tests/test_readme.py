@@ -27,3 +27,5 @@ def test_readme_python_examples_run_as_written(tmp_path):
                           timeout=900)
     assert proc.returncode == 0, f"README examples failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     assert (tmp_path / "chain.npz").exists()
+    # every fit of the examples starts from the data (fit's default) or from K_init atoms; none is degenerate
+    assert "DegenerateFitWarning" not in proc.stderr, proc.stderr[-4000:]
