@@ -7,6 +7,7 @@ Fails (exit 1) when a page
   error (``mjx-merror``);
 * misses a figure: an ``<img>`` whose file is absent or empty, or fewer images on
   the page than image outputs in the chapter's notebook;
+* prints on stderr, an error or a Python warning in an output (issue 21, item 2);
 * overflows (issue 21, item 2), measured in the browser after MathJax has
   typeset the page:
 
@@ -242,6 +243,13 @@ def check_page(page: Path) -> tuple[str, list[str]]:
         problems.append(f"missing image files: {missing}")
     if len(imgs) < expected:
         problems.append(f"{len(imgs)} images on the page, {expected} figures in the notebook")
+    # a warning or an error printed by a cell (myst-nb renders stderr streams and tracebacks with
+    # these classes), or a Python warning's "file.py:NN: SomethingWarning" line in any output
+    n_stderr = len(re.findall(r'class="[^"]*\b(?:stderr|output traceback|output error)\b', source))
+    if n_stderr:
+        problems.append(f"{n_stderr} outputs on stderr or errors (a warning a reader should not see)")
+    if re.search(r"\.py:\d+: \w*Warning", source):
+        problems.append("a Python warning printed in an output")
 
     for width, d in ((WIDE, dom), (NARROW, narrow_dom)):
         rep = read_report(d)
