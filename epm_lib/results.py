@@ -567,13 +567,30 @@ def verdict_label(res, expected_folds=EXPECTED_FOLDS):
     return word + (f" ({numbers})" if numbers else "")
 
 
-def verdict_table(data, datasets, epm="EPM", part_names=PART_ORDER, h3_T="best"):
+def verdict_table(data, datasets, epm="EPM", part_names=PART_ORDER, h3_T="best", marks=None):
     """({data set: verdict_parts}, markdown table: one row per part, one column per data set;
-    'not run' for a data set without records)."""
+    'not run' for a data set without records). ``marks``: {data set: marker}, appended to every
+    decided verdict of that data set (e.g. "†" with a note under the table that the records rest
+    on chains the book shows unconverged), so that no verdict stands without its caveat."""
     res = {d: verdict_parts(data[d], epm, h3_T) for d in data}
-    rows = [[p] + [verdict_label(res[d][p]) if d in res else "not run" for d in datasets]
-            for p in part_names]
+    marks = marks or {}
+
+    def label(d, p):
+        text = verdict_label(res[d][p])
+        if text == "incomplete" or not marks.get(d):
+            return text
+        word, sep, rest = text.partition(" (")
+        return f"{word} {marks[d]}{sep}{rest}"
+    rows = [[p] + [label(d, p) if d in res else "not run" for d in datasets] for p in part_names]
     return res, md_table(["part"] + list(datasets), rows)
+
+
+def at_start_share(recs, T=128, share=0.99):
+    """The fraction of the truncated models' runs (EPM, EPMpaper, CEPM, DEPM) at truncation level
+    ``T`` whose mean K over the averaged iterations is at least ``share`` of T: chains still
+    holding (almost) every atom of the paper's start (NaN without such runs)."""
+    ks = [r["K_mean"] >= share * T for r in recs if r["model"] in TRUNCATED and r["T"] == T]
+    return float(np.mean(ks)) if ks else float("nan")
 
 
 def common_folds(conv, models=CONVERGED_MODELS):

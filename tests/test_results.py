@@ -330,3 +330,22 @@ def test_planted_scores():
     mu = {k: R.mean_se(v)[0] for k, v in s.items()}
     assert all(mu[f"{m}/paper"] < 0.1 < 0.4 < mu["SVD"] < mu[f"{m}/data"] for m in ("IDEPM", "DEPM", "EPM"))
     assert R.planted_scores({"network": {}, "toy90/0/EPM/data": {"tdauc_pr": 1.0}}) == {}
+
+
+def test_verdict_table_marks_every_decided_verdict_and_at_start_share():
+    from epm_lib.results import at_start_share, verdict_table
+    recs = []
+    for fold in range(3):
+        for model, T, K in (("EPM", 128, 128.0), ("EPM", 32, 31.0), ("CEPM", 128, 20.0), ("DEPM", 128, 10.0),
+                            ("CEPM", 64, 20.0), ("DEPM", 64, 10.0)):
+            recs.append(dict(model=model, T=T, fold=fold, K_mean=K + fold, tdll=-0.1 - 0.01 * fold,
+                             tdauc_pr=0.5 + 0.01 * fold))
+    _, plain = verdict_table({"x": recs}, ["x", "y"], part_names=["H1 K grows"])
+    _, marked = verdict_table({"x": recs}, ["x", "y"], part_names=["H1 K grows"], marks={"x": "†"})
+    assert "**supported** [3 folds] (T=128" in plain and "**supported** [3 folds] † (T=128" in marked
+    assert "not run" in marked and marked.count("†") == 1
+    # at T = 128: EPM at 128-130 atoms (at the start), CEPM at 20-22 and DEPM at 10-12 (not)
+    assert at_start_share(recs) == pytest.approx(3 / 9)
+    # at T = 32: the EPM at 31, 32, 33 atoms: two of three at >= 0.99 T
+    assert at_start_share(recs, T=32) == pytest.approx(2 / 3)
+    assert np.isnan(at_start_share([dict(model="IDEPM", T=None, K_mean=3.0)]))
