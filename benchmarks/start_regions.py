@@ -96,8 +96,9 @@ def main(argv=None):
     p.add_argument("--data-dir", default=None, help="MovieLens directory (default $EPM_DATA_DIR)")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="JSON file (written after each chain)")
     a = p.parse_args(argv)
-    if a.n_iter < 8 or a.thin < 1 or a.split_merge < 0 or min(a.starts) < 1 or len(set(a.starts)) < 2:
-        p.error("need n_iter >= 8, thin >= 1, split_merge >= 0 and at least two distinct starts >= 1")
+    if a.thin < 1 or a.n_iter < 8 * a.thin or a.split_merge < 0 or min(a.starts) < 1 or len(set(a.starts)) < 2:
+        p.error("need thin >= 1, n_iter >= 8 thin (R-hat needs four thinned draws in each chain's second half), "
+                "split_merge >= 0 and at least two distinct starts >= 1")
     n_avg = a.n_iter // 4
 
     spec = DataSpec("movielens100k", data_dir=a.data_dir)
