@@ -3,13 +3,14 @@
 
 Usage::
 
-    EPM_DATA_DIR=/path/to/data python benchmarks/start_regions.py [--starts 1 3 10 30 100]
+    EPM_DATA_DIR=/path/to/data python benchmarks/start_regions.py [--starts 1 3 10 30 100 data]
         [--n-iter 1500] [--split-merge 20] [--seed 0] [--fold 0] [--thin 5]
         [--out results/k_traces/start_regions_movielens100k.json]
 
 MovieLens100K (``epm_lib.datasets.load("movielens100k")``, verified against its fingerprint)
 with fold 0 of the paper's ten folds held out (``cv_fold`` and ``split``, Sec. 5's protocol),
-one IDEPM chain per start (``K_init``: customers spread over that many atoms), all with the same
+one IDEPM chain per start (``K_init``: customers spread over that many atoms; ``data``: ``fit``'s
+default start from the data, ``init="data"``), all with the same
 seed and ``--split-merge`` proposals per sweep (the converged protocol's sampler), one after the
 other on one core (``NUMBA_NUM_THREADS=1``).
 
@@ -18,7 +19,7 @@ the log joint ln P(m, [z] | h) + ln p(h) (``FitResult.log_joint``, Theorem 4 wit
 Gamma(e0, f0) hyperpriors), the TDLL of each sweep's sample, alpha1, alpha2, gamma0 and c0; the
 means of K, M, log joint, alpha1, alpha2 over the last quarter of the sweeps; the posterior-mean
 TDLL and TDAUC-PR over that quarter (``n_avg``); moves proposed and accepted; seconds. The file
-also holds the rank-normalised split-R-hat of K, TDLL and log joint over all chains (second
+also holds the rank-normalised split-R-hat of K, TDLL and log joint over the random starts' chains (second
 halves; ``epm_lib.chains.diagnostics``). Read by ``chapters/25_idepm_start``.
 
 Each finished chain is written to the file at once (atomically); a rerun with the same settings
@@ -58,8 +59,8 @@ HYPER = ("alpha1", "alpha2", "gamma0", "c0")
 def run_chain(X, test, K0, sm, n_iter, n_avg, seed, thin):
     """One chain; returns (its JSON record, its FitResult)."""
     cpu0 = time.process_time()
-    res = epm_lib.fit(X, "IDEPM", K_init=K0, split_merge=sm, n_iter=n_iter, n_avg=n_avg, seed=seed,
-                      test=test)
+    start = dict(init="data") if K0 == "data" else dict(K_init=K0)
+    res = epm_lib.fit(X, "IDEPM", split_merge=sm, n_iter=n_iter, n_avg=n_avg, seed=seed, test=test, **start)
     cpu = time.process_time() - cpu0
     for name, v in (("tdll", res.tdll_trace), ("log_joint", res.log_joint)):
         if v.shape != (n_iter,) or not np.all(np.isfinite(v)):
@@ -68,7 +69,7 @@ def run_chain(X, test, K0, sm, n_iter, n_avg, seed, thin):
     last = slice(n_iter - n_avg, None)
     totals = res.move_stats.sum(axis=0)
     rec = dict(
-        K_init=K0, split_merge=sm, seed=seed, n_iter=n_iter, n_avg=n_avg, thin=thin,
+        K_init=K0, K_start=int(res.settings["K_start"]), split_merge=sm, seed=seed, n_iter=n_iter, n_avg=n_avg, thin=thin,
         sweep=[int(s) + 1 for s in keep],
         K=[int(k) for k in res.K[keep]], M=[int(m) for m in res.M[keep]],
         log_joint=[rounded(v, 1) for v in res.log_joint[keep]],
@@ -85,9 +86,24 @@ def run_chain(X, test, K0, sm, n_iter, n_avg, seed, thin):
     return rec, res
 
 
+def _start(text):
+    """A --starts value: a number of atoms >= 1, or 'data'."""
+    if text == "data":
+        return text
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number of atoms nor 'data'") from None
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"a start needs at least one atom, got {k}")
+    return k
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--starts", type=int, nargs="+", default=[1, 3, 10, 30, 100], help="K_init of the chains")
+    p.add_argument("--starts", type=_start, nargs="+", default=[1, 3, 10, 30, 100, "data"],
+                   help="K_init of the chains (customers seated at random over that many atoms), or 'data' "
+                        "(fit's default start, init='data')")
     p.add_argument("--n-iter", type=int, default=1500, help="sweeps per chain")
     p.add_argument("--split-merge", type=int, default=20, help="split-merge proposals per sweep")
     p.add_argument("--seed", type=int, default=0)
@@ -96,9 +112,10 @@ def main(argv=None):
     p.add_argument("--data-dir", default=None, help="MovieLens directory (default $EPM_DATA_DIR)")
     p.add_argument("--out", default=str(DEFAULT_OUT), help="JSON file (written after each chain)")
     a = p.parse_args(argv)
-    if a.thin < 1 or a.n_iter < 8 * a.thin or a.split_merge < 0 or min(a.starts) < 1 or len(set(a.starts)) < 2:
+    random_starts = [k for k in a.starts if k != "data"]
+    if a.thin < 1 or a.n_iter < 8 * a.thin or a.split_merge < 0 or len(set(random_starts)) < 2:
         p.error("need thin >= 1, n_iter >= 8 thin (R-hat needs four thinned draws in each chain's second half), "
-                "split_merge >= 0 and at least two distinct starts >= 1")
+                "split_merge >= 0 and at least two distinct numbers of atoms among the starts")
     n_avg = a.n_iter // 4
 
     spec = DataSpec("movielens100k", data_dir=a.data_dir)
@@ -113,7 +130,7 @@ def main(argv=None):
     if out_path.exists():                             # resume: keep the chains of the same settings
         old = json.loads(out_path.read_text())
         if old.get("settings") == settings:
-            chains = {k: v for k, v in old["chains"].items() if int(k) in a.starts}
+            chains = {k: v for k, v in old["chains"].items() if k in {str(s) for s in a.starts}}
     print(f"movielens100k {ds.shape}, fold {a.fold}: {X.nnz} training ones, {test[0].size} test "
           f"entries; IDEPM chains from {a.starts} atoms, {a.n_iter} sweeps, split_merge={a.split_merge}"
           f"{'; done already: ' + ', '.join(chains) if chains else ''}", flush=True)
@@ -128,14 +145,14 @@ def main(argv=None):
         rec, _ = run_chain(X, test, K0, a.split_merge, a.n_iter, n_avg, a.seed, a.thin)
         chains[str(K0)] = rec
         write_json(out_path, dict(settings=settings, machine=machine(), chains=chains))
-        print(f"K_init {K0:3d}: K {rec['K_mean']:5.1f}, M {rec['M_mean']:6.0f}, log joint "
+        print(f"K_init {K0!s:>4}: K {rec['K_mean']:5.1f}, M {rec['M_mean']:6.0f}, log joint "
               f"{rec['log_joint_mean']:9.0f}, alpha1 {rec['alpha1_mean']:.3f}, alpha2 {rec['alpha2_mean']:.3f}, "
               f"TDLL {rec['tdll_final']:.5f}; {rec['splits_accepted']}/{rec['splits_proposed']} splits, "
               f"{rec['merges_accepted']}/{rec['merges_proposed']} merges; {rec['cpu_seconds']:.0f} CPU s",
               flush=True)
 
-    # R-hat over all chains, on the second halves of the stored (thinned) traces
-    order = [str(k) for k in a.starts]
+    # R-hat over the random starts' chains, on the second halves of the stored (thinned) traces
+    order = [str(k) for k in random_starts]
     post = {v: np.array([chains[k][v] for k in order], dtype=float) for v in ("K", "tdll", "log_joint")}
     d = diagnostics(_arviz().from_dict(posterior=post), burn_in=0.5)
     summary = {v: {k: rounded(x, 3) for k, x in d[v].items()} for v in d}

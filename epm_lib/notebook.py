@@ -22,7 +22,7 @@ import math
 import numbers
 import os
 
-__all__ = ["versions", "import_arviz", "quiet_first_run", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies"]
+__all__ = ["versions", "import_arviz", "quiet_first_run", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies", "key_result"]
 
 INJECTED_HEADER = "# Parameters"
 
@@ -235,3 +235,34 @@ def quiet_first_run():
         import matplotlib.font_manager  # noqa: F401  (builds or reads the font cache)
     finally:
         log.setLevel(level)
+
+
+def key_result(name, value, digits=None):
+    """Glue one computed number for the chapter's opening box (issue 21).
+
+    A chapter opens with what it finds; the numbers in that box are written as
+    ``{glue:text}`name``` and pasted by the book build from the cell that computed them, so a
+    papermill rerun with other parameters opens with its own numbers. The value is stored
+    rounded to ``digits`` (``None``: an int, a str or a bool stored as it is), as a plain Python
+    int, float or str, so that the stored text is the same on every CPU (nbval compares it) and
+    reads as the number, not ``np.float64(...)``. ``digits=0`` stores an int. Returns the value
+    stored, so a cell can print it too.
+    """
+    from myst_nb import glue
+
+    if isinstance(value, (str, bool)):
+        stored = value
+    elif not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise ValueError(f"key_result {name!r}: a finite number or a string is needed, got {value!r}")
+    elif digits is None:
+        if float(value) != int(value):
+            raise ValueError(f"key_result {name!r}: {value!r} is not a whole number; give digits=")
+        stored = int(value)
+    elif digits == 0:
+        stored = int(round(float(value)))
+    else:
+        stored = round(float(value), digits)
+        if stored == 0:
+            stored = 0.0                     # -0.0 would print with a sign
+    glue(name, stored, display=False)
+    return stored
