@@ -173,3 +173,22 @@ def test_quiet_first_run_silences_the_font_cache_notice(tmp_path):
         errs[mode] = proc.stderr
     assert errs["quiet"] == ""
     assert "building the font cache" in errs["plain"]
+
+
+def test_key_result_stores_plain_rounded_values(monkeypatch):
+    """key_result glues plain Python values, rounded, so the stored text is the same on every CPU."""
+    import numpy as np
+    import myst_nb
+    from epm_lib.notebook import key_result
+
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: glued.update({name: (value, display)}))
+    assert key_result("a", np.float64(0.123456), 3) == 0.123
+    assert key_result("b", np.int64(7)) == 7 and type(glued["b"][0]) is int
+    assert key_result("c", 3.6, 0) == 4 and type(glued["c"][0]) is int
+    assert key_result("d", -1e-9, 2) == 0.0 and str(glued["d"][0]) == "0.0"
+    assert key_result("e", "IDEPM") == "IDEPM"
+    assert type(glued["a"][0]) is float and all(d is False for _, d in glued.values())
+    for bad, digits in ((float("nan"), 2), (np.inf, 1), ([1, 2], None), (2.5, None)):
+        with pytest.raises(ValueError, match="key_result"):
+            key_result("x", bad, digits)
