@@ -246,7 +246,9 @@ def key_result(name, value, digits=None):
     rounded to ``digits`` (``None``: an int, a str or a bool stored as it is), as a plain Python
     int, float or str, so that the stored text is the same on every CPU (nbval compares it) and
     reads as the number, not ``np.float64(...)``. ``digits=0`` stores an int. Returns the value
-    stored, so a cell can print it too.
+    stored, so a cell can print it too; as a cell's last line assign it (``_ = key_result(...)``):
+    nbval executes cells without IPython's history, so a trailing ``;`` does not stop the returned
+    value from becoming an extra output there.
     """
     from myst_nb import glue
 
