@@ -1,4 +1,4 @@
-"""Exactness of the split-merge moves against the enumerated conditional (``chapters/15_checking_samplers``).
+"""Exactness of the split-merge moves against the enumerated conditional (``chapters/15b_checking_moves``).
 
 The split-merge moves of ``models.moves`` are Metropolis-Hastings kernels meant to leave the
 conditional of the seating, P(z | m, h) (the product-partition form of the ``moves`` module

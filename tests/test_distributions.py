@@ -17,7 +17,8 @@ With a correct kernel each check fails with probability about 1e-4 (5 SE:
 Poisson instead of ZTP, CRT off by one customer) and assert that the checks
 reject them, so the checks have power where it matters.
 
-Chapter: ``chapters/10_building_blocks``.
+Chapters: ``chapters/10_building_blocks`` (ZTP, multinomial, CRT) and ``chapters/10b_log_space`` (gamma,
+beta, Dirichlet, grid Gibbs).
 """
 from __future__ import annotations
 
