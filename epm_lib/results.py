@@ -3,7 +3,10 @@
 The chapters 22 (Fig. 2), 23 (does the EPM overfit?) and 26 (the verdict), and the landing page
 (``intro.ipynb``), share these helpers: loading the records of the paper's protocol (Sec. 5: 600
 iterations, the last 100 averaged, ten folds) with integrity checks, per-fold values of a metric,
-means with standard errors over folds, paired fold differences, and the Fig. 2 panels and tables.
+means with standard errors over folds, paired fold differences, one panel of Fig. 2
+(:func:`plot_metric`, in the book's Okabe-Ito colours :data:`STYLE`) and the tables (:func:`narrow`
+keeps a table's key columns). The whole figures (Fig. 2 one data set per row, both protocols side by
+side) and their shared layout are in ``epm_lib.figures``.
 Records are read with ``epm_lib.experiments.load_results`` (their format: ``results/README.md``);
 the baselines scored on the same folds (``epm_lib.experiments.run_baselines``) with
 ``load_baselines_present`` and drawn in Fig. 2 as horizontal lines.
@@ -25,18 +28,24 @@ from .fit import DEFAULT_K_INIT
 
 __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
            "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
-           "plot_metric", "metric_figure", "fmt", "md_table", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
+           "plot_metric", "OKABE_ITO", "DATASET_NAMES", "fmt", "md_table", "narrow", "PROTOCOL_KEY_COLUMNS", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
            "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds",
-           "CONVERGED_MODELS", "h3_level", "protocols_figure", "rhat_max", "start_means", "model_spread",
+           "CONVERGED_MODELS", "h3_level", "rhat_max", "start_means", "model_spread",
            "planted_scores"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
-STYLE = {"EPM": dict(color="C3", marker="o", ls="-"), "EPMpaper": dict(color="C1", marker="v", ls="--"),
-         "CEPM": dict(color="C0", marker="s", ls="-"), "DEPM": dict(color="C2", marker="^", ls="-"),
+#: The Okabe-Ito palette (colour-blind safe; Okabe & Ito 2008) the book's figures draw with.
+OKABE_ITO = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+#: Colour, marker and line of each model in Fig. 2 and the Part III figures (:func:`plot_metric`);
+#: the order of the keys is the order of the models in a figure's legend (``epm_lib.figures``).
+STYLE = {"EPM": dict(color=OKABE_ITO[1], marker="o", ls="-"), "EPMpaper": dict(color=OKABE_ITO[3], marker="v", ls="--"),
+         "CEPM": dict(color=OKABE_ITO[0], marker="s", ls="-"), "DEPM": dict(color=OKABE_ITO[2], marker="^", ls="-"),
          "IDEPM": dict(color="k")}
 METRICS = {"K_mean": "K", "tdll": "TDLL", "tdauc_pr": "TDAUC-PR"}
+#: How the figures and tables name the data sets of Sec. 5.
+DATASET_NAMES = {"enron09": "Enron09", "movielens100k": "MovieLens100K", "movielens1m": "MovieLens1M"}
 
 
 #: The data sets of Sec. 5, in the paper's order: the ``datasets`` parameter of chapters 22, 23, 26.
@@ -97,7 +106,7 @@ def load_present(results_dir, datasets):
 
 #: The baselines drawn in Fig. 2 (name in the baseline records -> label, line style).
 BASELINE_STYLE = {"popularity": dict(label="popularity", color="0.45", ls=":", lw=1.3),
-                  "svd-auto": dict(label="SVD (rank chosen)", color="C4", ls="-.", lw=1.2)}
+                  "svd-auto": dict(label="SVD (rank chosen)", color=OKABE_ITO[3], ls="-.", lw=1.2)}
 
 
 def load_baselines_present(results_dir, datasets):
@@ -199,19 +208,6 @@ def plot_metric(ax, recs, metric, models, baselines=None):
     ax.set_xlabel("truncation level T")
 
 
-def metric_figure(data, metric, models, baselines=None):
-    """Fig. 2 row: one panel per data set present; ``baselines``: {data set: baseline records}."""
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, max(len(data), 1), figsize=(4.2 * max(len(data), 1) + 0.8, 3.0),
-                             squeeze=False)
-    for ax, (d, recs) in zip(axes[0], data.items()):
-        plot_metric(ax, recs, metric, models, (baselines or {}).get(d))
-        ax.set_ylabel(f"{METRICS[metric]} ({d})")
-    axes[0, 0].legend(fontsize=7, frameon=False)
-    fig.tight_layout()
-    return fig
-
-
 def fmt(mu, se, digits):
     """'mean ± SE' with ``digits`` decimals ('-' for NaN; the SE left out when it is NaN)."""
     if not np.isfinite(mu):
@@ -224,6 +220,34 @@ def md_table(head, rows):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+#: The key columns of :func:`protocol_comparison`'s table {its header: a shorter one}, for
+#: :func:`narrow`: the model, its runs at split-R-hat <= 1.01 and largest R-hat, and the means of K,
+#: TDLL and TDAUC-PR under the two protocols (the paired differences left out).
+PROTOCOL_KEY_COLUMNS = {"model": "model", "R-hat ≤ target": "R̂ ≤ 1.01", "largest R-hat": "max R̂",
+                        "K 600": "K 600", "K conv.": "K conv.", "TDLL 600": "TDLL 600",
+                        "TDLL conv.": "TDLL conv.", "TDAUC-PR 600": "AUC-PR 600",
+                        "TDAUC-PR conv.": "AUC-PR conv."}
+
+
+def narrow(table, keep=PROTOCOL_KEY_COLUMNS):
+    """The columns ``keep`` ({old header: new header}) of a markdown table (:func:`md_table`), in
+    the order of ``keep``, under their new headers, so that a wide table fits the book's column: the
+    first column's hyphens become non-breaking ('CEPM-128' is not broken over two lines) and
+    'n of m' in the other columns becomes 'n/m'. ``ValueError`` naming the column and the table's
+    columns if a header of ``keep`` is not in the table."""
+    if not keep:
+        raise ValueError("narrow: no column to keep")
+    cells = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in table.splitlines()]
+    missing = [k for k in keep if k not in cells[0]]
+    if missing:
+        raise ValueError(f"narrow: no column {', '.join(map(repr, missing))} in the table "
+                         f"(its columns: {', '.join(map(repr, cells[0]))})")
+    idx = [cells[0].index(k) for k in keep]
+    rows = [[r[idx[0]].replace("-", "\u2011")] + [r[i].replace(" of ", "/") for i in idx[1:]]
+            for r in cells[2:]]
+    return md_table(list(keep.values()), rows)
 
 
 def number_table(recs, models):
@@ -457,25 +481,6 @@ def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):
     for name in METRICS.values():
         head += [f"{name} 600", f"{name} conv.", f"{name} conv. − 600"]
     return md_table(head, rows), out
-
-
-def protocols_figure(paper, conv, models=("EPM", "CEPM", "DEPM"), metrics=tuple(METRICS)):
-    """Fig. 2 under both protocols, on the folds of the converged records: one row per metric
-    (K, TDLL, TDAUC-PR), the 600-sweep records of those folds on the left and the converged
-    records on the right, with a common y-axis per row (:func:`plot_metric`; the IDEPM as a band).
-    Returns the figure."""
-    import matplotlib.pyplot as plt
-    folds = sorted({r["fold"] for r in conv})
-    fig, axes = plt.subplots(len(metrics), 2, figsize=(9.0, 2.7 * len(metrics)), sharey="row",
-                             squeeze=False)
-    for row, metric in zip(axes, metrics):
-        for ax, (name, recs) in zip(row, (("600 sweeps", on_folds(paper, folds)), ("converged", conv))):
-            plot_metric(ax, recs, metric, models)
-            ax.set_title(f"{name}, {len(folds)} folds", fontsize=9)
-        row[0].set_ylabel(METRICS[metric])
-    axes[0, 0].legend(fontsize=7, frameon=False)
-    fig.tight_layout()
-    return fig
 
 
 # ---------------------------------------------------------------------------------------------

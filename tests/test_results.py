@@ -1,12 +1,18 @@
-"""epm_lib.results: the helpers of the Part III chapters, on the committed Enron09 records."""
+"""epm_lib.results and epm_lib.figures: the helpers of the Part III chapters, on the committed
+Enron09 records and on small synthetic record lists."""
 import copy
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import pytest
 
-from epm_lib import results as R
-from epm_lib.experiments import PAPER_T
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from epm_lib import figures as F  # noqa: E402
+from epm_lib import results as R  # noqa: E402
+from epm_lib.experiments import PAPER_T  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -48,8 +54,9 @@ def test_tables_and_figure(enron):
     assert "∞" in lines[-1]
     assert R.fmt(np.nan, 1.0, 2) == "-" and R.fmt(1.23456, np.nan, 2) == "1.23"
     assert R.fmt(1.0, 0.5, 1) == "1.0 ± 0.5"
-    fig = R.metric_figure({"enron09": enron}, "K_mean", ("EPM", "DEPM"))
+    fig = F.fig2_figure({"enron09": enron}, models=("EPM", "DEPM"), metrics=("K_mean",))
     assert len(fig.axes) == 1 and fig.axes[0].get_xscale() == "log"
+    plt.close(fig)
 
 
 def test_check_records_names_the_problem(enron):
@@ -74,15 +81,16 @@ def test_baselines_in_fig2_and_protocol_filter(enron):
     v = R.baseline_values(b["enron09"], "popularity", "tdll")
     assert sorted(v) == list(range(10)) and all(x < 0 for x in v.values())
     assert R.baseline_values(b["enron09"], "svd-auto", "auc_roc", heldout="missing")
-    for metric, n_lines in (("tdll", 2), ("tdauc_pr", 2), ("K_mean", 0)):
-        fig = R.metric_figure({"enron09": enron}, metric, ("DEPM",), baselines=b)
-        labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
+    fig = F.fig2_figure({"enron09": enron}, b, ("DEPM",))
+    for ax, (metric, n_lines) in zip(fig.axes, (("K_mean", 0), ("tdll", 2), ("tdauc_pr", 2))):
+        labels = [ln.get_label() for ln in ax.get_lines()]
         got = [lab for lab in labels if lab in ("popularity", "SVD (rank chosen)")]
         assert len(got) == n_lines, (metric, labels)
         if n_lines:
-            line = fig.axes[0].get_lines()[labels.index("popularity")]
+            line = ax.get_lines()[labels.index("popularity")]
             assert line.get_ydata()[0] == pytest.approx(R.mean_se(R.baseline_values(
                 b["enron09"], "popularity", metric))[0])
+    plt.close(fig)
     rec = copy.deepcopy(enron[0])
     assert R.paper_protocol(rec)
     rec["settings"]["heldout"] = "missing"
@@ -288,15 +296,15 @@ def test_h3_level_and_verdicts_against_the_best_depm(enron, converged):
 
 
 def test_protocols_figure(enron, converged):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig = R.protocols_figure(enron, converged)
+    fig = F.protocols_figure(enron, converged)
     axes = fig.axes
-    assert len(axes) == 6
-    folds = sorted({r["fold"] for r in converged})
-    assert [ax.get_title() for ax in axes[:2]] == [f"600 sweeps, {len(folds)} folds", f"converged, {len(folds)} folds"]
-    assert [axes[i].get_ylabel() for i in (0, 2, 4)] == ["K", "TDLL", "TDAUC-PR"]
+    assert len(axes) == 6 and len(fig.legends) == 1
+    n = len({r["fold"] for r in converged})
+    assert [ax.get_title() for ax in axes] == [f"{name}, {p} ({n} folds)" for name in ("K", "TDLL", "TDAUC-PR")
+                                               for p in ("600 sweeps", "converged")]
+    assert [ax.get_xlabel() for ax in axes] == [""] * 4 + ["truncation level $T$"] * 2
+    # a common y-axis per row: each protocol's panels of one metric share their limits
+    assert all(axes[i].get_ylim() == axes[i + 1].get_ylim() for i in (0, 2, 4))
     # the IDEPM band sits at the fold mean of each protocol's records
     idepm = [line for line in axes[1].get_lines() if line.get_label() == "IDEPM"]
     assert idepm and idepm[0].get_ydata()[0] == pytest.approx(R.mean_se(R.values(converged, "IDEPM", None, "K_mean"))[0])
@@ -349,3 +357,114 @@ def test_verdict_table_marks_every_decided_verdict_and_at_start_share():
     # at T = 32: the EPM at 31, 32, 33 atoms: two of three at >= 0.99 T
     assert at_start_share(recs, T=32) == pytest.approx(2 / 3)
     assert np.isnan(at_start_share([dict(model="IDEPM", T=None, K_mean=3.0)]))
+
+
+# ---------------------------------------------------------------------------------------------
+# narrow and the figures of epm_lib.figures, on small synthetic record lists
+# ---------------------------------------------------------------------------------------------
+def test_narrow_keeps_the_key_columns_in_order():
+    table = R.md_table(["model", "folds", "R-hat ≤ target", "K 600", "K conv."],
+                       [["CEPM-128", 10, "7 of 10", "41.6", "25.5"], ["IDEPM", 10, "10 of 10", "24.4", "26.1"]])
+    got = R.narrow(table, {"model": "model", "K conv.": "K (conv.)", "R-hat ≤ target": "R̂ ≤ 1.01"})
+    assert got.splitlines() == ["| model | K (conv.) | R̂ ≤ 1.01 |", "|---|---|---|",
+                                "| CEPM\u2011128 | 25.5 | 7/10 |", "| IDEPM | 26.1 | 10/10 |"]
+    # the default: the key columns of protocol_comparison's table, in PROTOCOL_KEY_COLUMNS' order
+    recs = [dict(model="EPM", T=2, fold=f, K_mean=2.0, tdll=-0.1 - 0.01 * f, tdauc_pr=0.5, converged=True,
+                 diagnostics={"K": {"rhat": None}, "tdll": {"rhat": 1.0 + 0.001 * f}}) for f in range(3)]
+    wide, _ = R.protocol_comparison(recs, recs, models=(("EPM", 2),))
+    head = R.narrow(wide).splitlines()[0]
+    assert head == "| " + " | ".join(R.PROTOCOL_KEY_COLUMNS.values()) + " |"
+    assert R.narrow(wide).splitlines()[2].startswith("| EPM\u20112 | 3/3 | 1.002 |")
+
+
+def test_narrow_refuses_an_unknown_column():
+    table = R.md_table(["model", "K 600"], [["EPM-2", "2.0"]])
+    with pytest.raises(ValueError, match=r"no column 'K conv\.' in the table \(its columns: 'model', 'K 600'\)"):
+        R.narrow(table, {"model": "model", "K conv.": "K"})
+    with pytest.raises(ValueError, match="no column to keep"):
+        R.narrow(table, {})
+
+
+def _synthetic(n_folds=R.EXPECTED_FOLDS, models=("EPM", "CEPM", "DEPM"), shift=0.0):
+    """Records of a small grid: every model at every T of Fig. 2 plus the IDEPM, on n_folds folds."""
+    recs = []
+    for f in range(n_folds):
+        for m in models:
+            for T in PAPER_T:
+                recs.append(dict(model=m, T=T, fold=f, K_mean=min(T, 20) - 0.1 * f,
+                                 tdll=-0.1 + 0.001 * np.log2(T) + 0.0005 * f + shift,
+                                 tdauc_pr=0.2 + 0.01 * np.log2(T) + 0.002 * f))
+        recs.append(dict(model="IDEPM", T=None, fold=f, K_init=R.DEFAULT_K_INIT, K_mean=15.0 + f,
+                         tdll=-0.09 + 0.0005 * f + shift, tdauc_pr=0.3 + 0.002 * f))
+    return recs
+
+
+def test_style_is_okabe_ito():
+    """The book's figures draw every model in the Okabe-Ito colours (chapters 22, 23, the landing page)."""
+    assert R.OKABE_ITO == ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
+    assert {m: st["color"] for m, st in R.STYLE.items()} == {
+        "EPM": "#D55E00", "EPMpaper": "#CC79A7", "CEPM": "#0072B2", "DEPM": "#009E73", "IDEPM": "k"}
+    assert list(R.STYLE) == ["EPM", "EPMpaper", "CEPM", "DEPM", "IDEPM"]          # the legend's order
+    assert R.BASELINE_STYLE["svd-auto"]["color"] == "#CC79A7"
+
+
+def test_fig2_figure_one_row_per_data_set():
+    data = {"enron09": _synthetic(), "movielens1m": _synthetic(shift=0.01), "mine": _synthetic(2, ("DEPM",))}
+    fig = F.fig2_figure(data)
+    axes = np.array(fig.axes).reshape(3, 3)
+    assert fig.get_size_inches() == pytest.approx((7.5, 3 * 2.25 + 0.5))
+    assert [[ax.get_title() for ax in row] for row in axes] == [
+        [f"{name}: {m}" for m in ("K", "TDLL", "TDAUC-PR")] for name in ("Enron09", "MovieLens1M", "mine")]
+    assert [ax.get_xlabel() for ax in axes.flat] == [""] * 6 + ["truncation level $T$"] * 3
+    assert all(ax.get_legend() is None for ax in axes.flat) and len(fig.legends) == 1
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    # each model once; "mine" has 2 folds only, so its IDEPM line says so
+    assert sorted(legend) == ["CEPM", "DEPM", "EPM", "IDEPM", "IDEPM (2 folds)"]
+    assert [t.get_text() for t in axes[0, 0].get_xticklabels()] == ["2", "", "8", "", "32", "", "128"]
+    # the IDEPM line lies inside its panel (ylim widened): K at 19.5, the fold mean of 15 ... 24
+    idepm = [ln for ln in axes[0, 0].get_lines() if ln.get_label() == "IDEPM"][0]
+    lo, hi = axes[0, 0].get_ylim()
+    assert idepm.get_ydata()[0] == pytest.approx(19.5) and lo < 19.5 < hi
+    plt.close(fig)
+
+
+def test_fig2_figure_legend_order_labels_and_baselines():
+    data = {"enron09": _synthetic(models=("DEPM", "EPMpaper", "EPM"))}
+    base = {"enron09": [{"fold": f, "heldout": {"zeros": {
+        "popularity": {"tdll": -0.2, "tdauc_pr": 0.05}, "svd-auto": {"tdll": -0.12, "tdauc_pr": 0.25}}}}
+        for f in range(R.EXPECTED_FOLDS)]}
+    fig = F.fig2_figure(data, base, models=("DEPM", "EPMpaper", "EPM"), labels={"EPMpaper": "printed"})
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    # six entries in three columns, to be read row by row: the models in STYLE's order (EPM,
+    # EPMpaper under its label, DEPM), then IDEPM and the baselines; matplotlib fills column by column
+    assert legend == ["EPM", "IDEPM", "printed", "popularity", "DEPM", "SVD (rank chosen)"]
+    assert fig.legends[0]._ncols == 3
+    assert len(fig.axes) == 3 and [ax.get_title() for ax in fig.axes] == ["Enron09: K", "Enron09: TDLL",
+                                                                          "Enron09: TDAUC-PR"]
+    plt.close(fig)
+
+
+def test_finish_figure_widens_the_y_range_to_hold_every_line():
+    fig, axes = plt.subplots(1, 2, layout="constrained", squeeze=False)
+    for ax in axes.flat:
+        ax.plot(PAPER_T, np.linspace(0, 1, len(PAPER_T)), label="model")
+        ax.axhline(1.5, label="band")
+        ax.set_ylim(0, 1)                         # the horizontal line off the panel
+    F.finish_figure(fig, axes)
+    for ax in axes.flat:
+        lo, hi = ax.get_ylim()
+        assert lo == pytest.approx(-0.06 * 1.5) and hi == pytest.approx(1.5 + 0.06 * 1.5)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["model", "band"]
+    plt.close(fig)
+
+
+def test_finish_figure_without_ylim_keeps_the_limits():
+    fig, axes = plt.subplots(1, 2, layout="constrained", squeeze=False)
+    for ax in axes.flat:
+        ax.plot(PAPER_T, [1.0 / t for t in PAPER_T], label="slope")
+        ax.set(xscale="log", yscale="log", ylim=(0.1, 0.2))
+    F.finish_figure(fig, axes, ylim=False)
+    assert [ax.get_ylim() for ax in axes.flat] == [pytest.approx((0.1, 0.2))] * 2
+    assert all(len(ax.get_xticks(minor=True)) == 0 for ax in axes.flat)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["slope"]
+    plt.close(fig)

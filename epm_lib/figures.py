@@ -1,0 +1,96 @@
+"""The Part III figures, readable at the book's column width (7.5 in, 10 pt text).
+
+One layout for every figure of chapters 22 and 23: titled panels in a grid, one legend for the
+whole figure above the panels (outside them), the truncation levels T = 2 ... 128 on a log2 axis
+labelled 2, 8, 32, 128, and the x label on the bottom row only (:func:`finish_figure`). The panels
+are :func:`epm_lib.results.plot_metric`'s (mean ± SE over the folds, the IDEPM as a band, the
+baselines as horizontal lines) in the Okabe-Ito colours of :data:`epm_lib.results.STYLE`.
+
+- :func:`fig2_figure`: the paper's Fig. 2 (K, TDLL and TDAUC-PR against T), one data set per row;
+- :func:`protocols_figure`: Fig. 2 of one data set under the paper's 600-sweep protocol and the
+  converged one, side by side on the same folds.
+
+Text sizes follow ``matplotlib.rcParams`` (the chapters set ``font.size`` 10 and ``figure.dpi`` 150).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .experiments import PAPER_T
+from .results import DATASET_NAMES, METRICS, STYLE, on_folds, plot_metric
+
+__all__ = ["finish_figure", "fig2_figure", "protocols_figure", "T_TICKS"]
+
+#: The truncation levels labelled on the T axis (the others keep an unlabelled tick).
+T_TICKS = (2, 8, 32, 128)
+
+
+def finish_figure(fig, axes, ylim=True, labels=None):
+    """Finish a grid of T panels: ticks at every T of :data:`~epm_lib.experiments.PAPER_T`, labelled
+    at :data:`T_TICKS` only (no minor ticks), "truncation level T" under the bottom row only, and one
+    legend for the whole figure above the panels (``loc="outside upper center"``: the figure needs
+    ``layout="constrained"``), each label once: the models in the order of
+    :data:`~epm_lib.results.STYLE`, then the other lines (IDEPM with fewer folds, baselines), read
+    row by row in at most three columns. ``ylim``: widen each panel's y-range to hold every line
+    with a margin of 6 % (``axhline`` does not widen it by itself, so an IDEPM band or a baseline
+    could sit on the frame); ``labels``: {label: text shown in the legend}. Returns ``fig``."""
+    axes = np.atleast_2d(axes)
+    for ax in axes.flat:
+        ax.set_xticks(PAPER_T, [str(t) if t in T_TICKS else "" for t in PAPER_T])
+        ax.set_xticks([], minor=True)
+        ax.set_xlabel("")
+        if ylim:
+            ys = np.concatenate([np.ravel(ln.get_ydata()).astype(float) for ln in ax.get_lines()] or [[]])
+            ys = ys[np.isfinite(ys)]
+            if ys.size:
+                pad, (lo, hi) = 0.06 * (ys.max() - ys.min()), ax.get_ylim()
+                ax.set_ylim(min(lo, ys.min() - pad), max(hi, ys.max() + pad))
+    for ax in axes[-1]:
+        ax.set_xlabel("truncation level $T$")
+    seen = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    order = [lab for lab in STYLE if lab in seen] + [lab for lab in seen if lab not in STYLE]
+    if order:
+        nc = 3 if len(order) > 4 else len(order)
+        nr = -(-len(order) // nc)
+        order = [order[r * nc + c] for c in range(nc) for r in range(nr) if r * nc + c < len(order)]  # read by rows
+        fig.legend([seen[lab] for lab in order], [(labels or {}).get(lab, lab) for lab in order],
+                   loc="outside upper center", ncols=nc, frameon=False)
+    return fig
+
+
+def fig2_figure(data, baselines=None, models=("EPM", "CEPM", "DEPM"), metrics=tuple(METRICS), labels=None,
+                width=7.5, row_height=2.25):
+    """The paper's Fig. 2 (Ohama et al. 2017, Fig. 2: K, TDLL and TDAUC-PR against the truncation
+    level T): one row per data set of ``data`` ({data set: records}, in its order), one column per
+    metric, each panel titled "<data set>: <metric>" (:data:`~epm_lib.results.DATASET_NAMES`);
+    ``baselines`` ({data set: baseline records}) adds the baselines to the TDLL and TDAUC-PR panels.
+    ``width`` x (``row_height`` per row + 0.5) inches, the legend above the panels
+    (:func:`finish_figure`, with ``labels``). Returns the figure."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(data), len(metrics), figsize=(width, row_height * len(data) + 0.5),
+                             layout="constrained", squeeze=False)
+    for row, (d, recs) in zip(axes, data.items()):
+        for ax, metric in zip(row, metrics):
+            plot_metric(ax, recs, metric, models, (baselines or {}).get(d))
+            ax.set_title(f"{DATASET_NAMES.get(d, d)}: {METRICS[metric]}")
+    return finish_figure(fig, axes, labels=labels)
+
+
+def protocols_figure(paper, conv, models=("EPM", "CEPM", "DEPM"), metrics=tuple(METRICS), width=7.5):
+    """Fig. 2 (Ohama et al. 2017) of one data set under both protocols, on the folds of the converged
+    records ``conv``: one row per metric, the paper's 600-sweep records ``paper`` of those folds on
+    the left and the converged records on the right, a common y-axis per row, each panel titled
+    "<metric>, <protocol> (<n> folds)", the legend above the panels (:func:`finish_figure`).
+    Returns the figure."""
+    import matplotlib.pyplot as plt
+    folds = sorted({r["fold"] for r in conv})
+    fig, axes = plt.subplots(len(metrics), 2, figsize=(width, 7.0 * len(metrics) / 3), sharey="row",
+                             layout="constrained", squeeze=False)
+    for row, metric in zip(axes, metrics):
+        for ax, (name, recs) in zip(row, (("600 sweeps", on_folds(paper, folds)), ("converged", conv))):
+            plot_metric(ax, recs, metric, models)
+            ax.set_title(f"{METRICS[metric]}, {name} ({len(folds)} folds)")
+    return finish_figure(fig, axes)
