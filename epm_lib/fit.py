@@ -53,6 +53,8 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None, init=None, mis
     """
     if init == "data":
         return starts.data_start(model, rng, I, J, rows, cols, T=T, missing=missing, symmetric=symmetric)
+    if isinstance(init, starts.Labels):
+        return starts.labels_start(model, init, I, J, rows, cols, T=T, missing=missing, symmetric=symmetric)
     if model in ("EPM", "CEPM", "DEPM"):
         K0 = T if K_init is None else K_init
         lam = np.zeros(T)
@@ -100,11 +102,14 @@ def _start(opts: Options, data: FitData, resume):
         if init == "data":
             K_init = None
             starts.check_enough(data.I, data.J, data.nnz)
+        elif isinstance(init, starts.Labels):
+            K_init = None
         t_init = time.perf_counter()
         st = init_state(opts.model, rng, data.I, data.J, data.rows, data.cols, T=opts.T, K_init=K_init,
                         init=init, missing=(data.mrows, data.mcols) if data.mrows.size else None,
                         symmetric=opts.symmetric)
-        start = dict(start_iter=0, start_seconds=0.0, init=init, K_init=K_init,
+        start = dict(start_iter=0, start_seconds=0.0, init="labels" if isinstance(init, starts.Labels) else init,
+                     K_init=K_init,
                      init_seconds=time.perf_counter() - t_init,
                      K_start=int(st["z"].max()) + 1 if opts.model == "IDEPM" else int(np.count_nonzero(st["lam"])))
     hold = opts.hold
@@ -378,7 +383,11 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         ``K_init`` atoms, all T by default (Sec. 5's start); "random" (IDEPM): customers seated at
         random over ``K_init`` atoms. None (the default): "data", unless ``K_init`` is given or X
         is too small to factorise (fewer than ``starts.MIN_ONES`` ones, or a single row or
-        column): then "paper" ("random"). Recorded in ``settings["init"]``
+        column): then "paper" ("random"). An array of group labels, one integer per row of X
+        (undirected networks: per node), e.g. known communities: the chain seated at those groups
+        (``starts.labels_start``: one-hot memberships of the rows, mapped into the state as the
+        data's start maps its factorisation; at most T groups; ``K_init`` must not be given;
+        recorded as "labels"). Recorded in ``settings["init"]``
         (``settings["K_start"]``: atoms with mass at the start, ``settings["init_seconds"]``: the
         start's wall time, not in ``seconds``).
     hold : None, or (sweeps, cap): a burn-in hold. For the chain's first ``sweeps`` iterations,

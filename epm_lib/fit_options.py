@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from numbers import Integral, Real
 
+import numpy as np
+
 from . import starts
 
 __all__ = ["MODELS", "DEFAULT_K_INIT", "DEFAULT_SPLIT_MERGE", "KEEP_BYTES", "MODEL_OPTIONS",
@@ -60,7 +62,7 @@ class Options:
     a_update: str | None
     m_step: str | None
     split_merge: int
-    init: str | None
+    init: object             # None, a name of starts.INITS or starts.Labels
     hold: tuple | None
     symmetric: bool
 
@@ -89,9 +91,15 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
     if given["split_merge"] and model == "IDEPM" and given["m_step"] == "paper":
         raise ValueError("split_merge moves need the exact m-step (m_step='exact'): the paper's "
                          "m-step is not a valid kernel of Theorem 4's posterior")
-    if init is not None and (not isinstance(init, str) or init not in starts.INITS[model]):
+    if init is not None and not isinstance(init, (str, starts.Labels)) and np.ndim(init) >= 1:
+        init = starts.check_labels(init)    # group labels of the rows: the chain seated at them
+    elif init is not None and not isinstance(init, starts.Labels) and (not isinstance(init, str)
+                                                                      or init not in starts.INITS[model]):
         raise ValueError(f"unknown init {init!r} for the {model}; choose None (the data's start where X "
-                         f"allows one) or one of {', '.join(map(repr, starts.INITS[model]))}")
+                         f"allows one) or one of {', '.join(map(repr, starts.INITS[model]))}, or give "
+                         f"an array of group labels, one per row of X")
+    if isinstance(init, starts.Labels) and K_init is not None:
+        raise ValueError("init=<group labels> seats the chain at the labels' groups: K_init must not be given")
     if init is None and K_init is not None and resume is None:   # K_init: the paper's (random) start
         init = starts.INITS[model][0]
     if init == "data" and K_init is not None:
@@ -110,7 +118,7 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
         K_init = T if K_init is None else _check_int("K_init", K_init, 1)
         if K_init > T:
             raise ValueError(f"K_init = {K_init} exceeds the truncation level T = {T}")
-    if init == "data":
+    if init == "data" or isinstance(init, starts.Labels):
         K_init = None
     n_iter = _check_int("n_iter", n_iter, 1)
     n_avg = _check_int("n_avg", n_avg, 1)

@@ -35,6 +35,13 @@ seating of the customers and a set of parameters at once, and maps into every mo
 * IDEPM: each one (i, j) -- each customer -- is seated at the atom argmax_k W_ik H_kj (the
   E-step's most probable atom); atoms nobody chose are dropped.
 
+The mapping is one function, ``factors_state(model, W, H, ...)``; it draws nothing. The data's start
+feeds it the KL NMF; ``fit(init=labels)`` (``labels_start``) feeds it known groups of the rows, e.g. the
+true communities of a benchmark network: W the one-hot memberships, H its maximum-likelihood partner
+given W (for one-hot W the KL NMF splits into one Poisson mean per group and column, H_gj = the ones of
+group g's rows in column j over its observed entries), so a chain "seated at the true communities" is
+built exactly as the data's start is.
+
 Hyperparameters (the first sweep redraws every one of them from its conditional):
 alpha1 by moments of the Dirichlet, E[sum_i phi_ik^2] = (alpha1 + 1)/(I alpha1 + 1), so
 alpha1 = (1 - s)/(I s - 1) with s the mean of sum_i phi_ik^2 over the K atoms (sharp
@@ -70,6 +77,22 @@ of row i, the second by the squared norm of row i of the rank-K reconstruction U
 as noise, the highest edge) until K repeats, the smallest K that explains itself. Measured: toy90
 7, the 12-group planted partition 12, 8 groups of 25 at p_in 0.3, p_out 0.02: 8, karate 2, Les
 Miserables 5, Enron09 12, MovieLens100K and MovieLens1M 40 (the cap).
+Too few atoms: a floor. On a small matrix the noise edge sits above all but the first one or two
+singular values, since a component must be strong against the noise of few entries to be seen
+(Baik-Ben Arous-Peche), while the models keep atoms that the spectrum cannot resolve: chapter 30's karate
+club less a tenth of its pairs has an edge count of 1 or 2 (Davis's 18 x 14 matrix 2), and the
+samplers end at 6-8 atoms from every start. Growing atoms is what the samplers do slowly -- the EPM
+from the karate club's one atom is still at K 2.2 (mean of the last 250 of 500 sweeps; from the paper's
+32 atoms 8.2) -- while shrinking spare atoms is quick, and spare *NMF* atoms are not the flat atoms of
+the paper's start: each is a component fitted to the data. So the data's start gives the sampler at least
+``K_FLOOR`` = 4 atoms (capped by T, the ones and min(I, J)): nothing changes where the edge counts four
+or more (toy90 7, the planted partitions 8-12, Les Miserables 4-5, Enron09 12, MovieLens 40). On
+chapter 30's karate club (``benchmarks/bench_starts.py --part chapter30``: 5 folds, held-out pairs
+missing, 500 sweeps) the mean held-out AUC-PR of the IDEPM, DEPM-32 and EPM-32 goes from 0.465, 0.493,
+0.471 (the edge's 1-2 atoms) to 0.472, 0.518, 0.503 (the paper's start: 0.472, 0.458, 0.456), the
+EPM's atoms (mean of the averaged sweeps) on folds 0-2 from 2.2, 4.3, 3.1 to 8.0, 5.2, 5.2.
+``choose_rank`` reports the edge's own count.
+
 Undirected networks (``symmetric=True``): the model's rate matrix sum_k lambda_k phi_ik phi_jk
 is positive semidefinite, so K counts the *positive eigenvalues* above the noise radius
 2 sqrt(r) (the negative ones are noise), not the singular values.
@@ -105,7 +128,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-__all__ = ["choose_rank", "kl_nmf", "data_start", "enough", "check_enough", "INITS", "K_MAX", "MARGIN", "MIN_ONES"]
+__all__ = ["choose_rank", "kl_nmf", "data_start", "factors_state", "labels_start", "Labels", "check_labels", "enough", "check_enough", "INITS", "K_MAX", "MARGIN", "K_FLOOR", "MIN_ONES"]
 
 #: the start options of ``fit(init=...)`` per model, the paper's first (``init=None``, the default,
 #: is "data" where X allows it, else the paper's)
@@ -115,6 +138,10 @@ INITS = {"EPM": ("paper", "data"), "CEPM": ("paper", "data"), "DEPM": ("paper", 
 K_MAX = 40
 #: a singular value counts as signal if it exceeds the noise edge by this fraction
 MARGIN = 0.05
+#: fewest atoms of the data's start when the rank is chosen (``data_start``; ``choose_rank`` itself
+#: reports the edge's count): small matrices put the edge above all but one or two components
+#: (module docstring, "Too few atoms")
+K_FLOOR = 4
 #: fewest ones of X for init="data" (a factorisation needs something to factorise)
 MIN_ONES = 4
 #: most multiplicative updates of the NMF; it stops earlier when 10 updates gain less than TOL
@@ -374,15 +401,82 @@ def check_enough(I, J, nnz):
 def data_start(model, rng, I, J, rows, cols, T=None, missing=None, symmetric=False, K=None):
     """The initial state of ``model`` from the data (module docstring): a dict like
     ``fit.init_state``'s. ``rows``, ``cols``: the ones of X; ``missing``: (rows, cols) of the
-    masked entries or None; ``K``: the number of atoms (default: ``choose_rank``), capped at T."""
+    masked entries or None; ``K``: the number of atoms (default: ``choose_rank``'s, at least
+    ``K_FLOOR``; a given K is used as it is), capped at T, the ones and min(I, J)."""
     nnz = int(rows.shape[0])
     check_enough(I, J, nnz)
     seed_svd, seed_nmf = (int(v) for v in rng.integers(0, 2 ** 31 - 1, size=2))
     X = sp.csr_matrix((np.ones(nnz), (rows, cols)), shape=(I, J))
     if K is None:
         K, _ = choose_rank(X, symmetric=symmetric, seed=seed_svd)
+        K = max(K, K_FLOOR)                 # spare atoms where the edge sees one or two (docstring)
     K = max(1, min(int(K), nnz, min(I, J), T if T is not None else nnz))
     W, H, _ = kl_nmf(X, K, seed_nmf, missing=missing, symmetric=symmetric)
+    return factors_state(model, W, H, I, J, rows, cols, T=T, symmetric=symmetric)
+
+
+class Labels:
+    """``fit(init=labels)``: a start seated at known groups of the rows (``labels_start``); holds
+    the labels as a 1-D int64 array (``check_labels``)."""
+
+    def __init__(self, labels):
+        self.labels = labels
+
+    def __repr__(self):
+        return f"Labels({self.labels.size} rows, {np.unique(self.labels).size} groups)"
+
+
+def check_labels(labels) -> Labels:
+    """``fit(init=...)`` given as an array: a group label (an integer >= 0) for every row of X;
+    ``ValueError`` otherwise (the number of rows is checked against X by ``labels_start``)."""
+    arr = np.asarray(labels)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"init as an array must be one group label per row of X (1-D, integers >= 0), "
+                         f"got an array of shape {arr.shape}")
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise ValueError(f"init as an array must hold integer group labels >= 0, got dtype {arr.dtype}")
+    if arr.min() < 0:
+        raise ValueError(f"init's group labels must be integers >= 0, got {int(arr.min())}")
+    return Labels(arr.astype(np.int64))
+
+
+def labels_start(model, labels, I, J, rows, cols, T=None, missing=None, symmetric=False):
+    """The state of ``model`` seated at known groups of the rows (``fit(init=labels)``): W the
+    one-hot memberships of the rows (``labels``: one group per row, any integers, relabelled
+    0..G-1 in increasing order), H its maximum-likelihood partner given W (for one-hot W the KL
+    NMF splits into one Poisson mean per group and column: H_gj = the ones of group g's rows in
+    column j over its observed entries, ``missing`` left out), mapped by ``factors_state`` as the
+    data's start is. No random draw. Undirected networks (``symmetric``): the rows are the nodes."""
+    lab = labels.labels if isinstance(labels, Labels) else check_labels(labels).labels
+    if lab.size != I:
+        raise ValueError(f"init has {lab.size} group labels; X has {I} rows (one label per row)")
+    _, g = np.unique(lab, return_inverse=True)
+    G = int(g.max()) + 1
+    if T is not None and G > T:
+        raise ValueError(f"init has {G} groups, more than the truncation level T = {T}")
+    W = np.zeros((I, G))
+    W[np.arange(I), g] = 1.0
+    ones = np.zeros((G, J))
+    np.add.at(ones, (g[rows], cols), 1.0)
+    observed = np.repeat(np.bincount(g, minlength=G).astype(np.float64)[:, None], J, axis=1)
+    if missing is not None and len(missing[0]):
+        np.add.at(observed, (g[np.asarray(missing[0])], np.asarray(missing[1])), -1.0)
+    H = ones / np.maximum(observed, 1.0)
+    return factors_state(model, W, H, I, J, rows, cols, T=T, symmetric=symmetric)
+
+
+def factors_state(model, W, H, I, J, rows, cols, T=None, symmetric=False):
+    """The state of ``model`` (a dict like ``fit.init_state``'s) from non-negative factors
+    X ~ W H, ``W`` (I, K), ``H`` (K, J): the mapping of the module docstring (phi, psi, lambda;
+    U, V; the IDEPM's argmax seating; hyperparameters by moments), shared by the data's start
+    (``data_start``, W H a KL NMF of X) and the labels' start (``labels_start``, W one-hot
+    memberships). No random draw. ``rows``, ``cols``: the ones of X; ``T``: the truncation level
+    (K <= T), None for the IDEPM; ``symmetric``: one factor for rows and columns."""
+    K = W.shape[1]
+    nnz = int(rows.shape[0])
     tiny = 1e-300
     wsum, hsum = W.sum(axis=0), H.sum(axis=1)
     phi = W / np.maximum(wsum, tiny)

@@ -253,3 +253,128 @@ def test_nmf_leaves_missing_entries_out():
     r0 = np.einsum("ek,ke->e", W0[miss[0]], H0[:, miss[1]])
     r1 = np.einsum("ek,ke->e", W1[miss[0]], H1[:, miss[1]])
     assert np.all(r1 > r0) and np.all(r1 > 0.8)
+
+
+# ------------------------------------------------------------------------------------------------
+# the factors-to-state mapping shared by the data's start and the labels' start (init=<labels>)
+# ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_data_start_is_factors_state_of_its_nmf(model, T):
+    """data_start = choose_rank + kl_nmf + factors_state, draw for draw (the mapping draws nothing)."""
+    X = small(seed=4)
+    I, J, rows, cols = prepare_matrix(X)
+    st = starts.data_start(model, np.random.default_rng(11), I, J, rows, cols, T=T)
+    rng = np.random.default_rng(11)
+    seed_svd, seed_nmf = (int(v) for v in rng.integers(0, 2 ** 31 - 1, size=2))
+    Xc = sp.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(I, J))
+    K = min(max(starts.choose_rank(Xc, seed=seed_svd)[0], starts.K_FLOOR), T or rows.size, min(I, J))
+    W, H, _ = starts.kl_nmf(Xc, K, seed_nmf)
+    ref = starts.factors_state(model, W, H, I, J, rows, cols, T=T)
+    assert st.keys() == ref.keys() and all(np.array_equal(st[n], ref[n]) for n in st)
+
+
+@pytest.mark.parametrize("model,T", ALL)
+def test_labels_start_seats_the_groups(planted, model, T):
+    """init=<labels> on the planted partition (fold 0, pairs and diagonal missing): one atom per
+    group, every within-group one at its group's atom, a valid state, no random draw."""
+    A, blocks, (X, test, mask) = planted
+    T = None if T is None else 20
+    I, J, rows, cols = prepare_matrix(X)
+    m = sp.coo_matrix(mask)
+    missing = (m.row.astype(np.int64), m.col.astype(np.int64))
+    st = starts.labels_start(model, blocks, I, J, rows, cols, T=T, missing=missing, symmetric=True)
+    assert _check_valid(model, T, st, I, J, rows.size) == 12
+    inside = blocks[rows] == blocks[cols]
+    if model == "IDEPM":
+        z = st["z"]
+        for g in range(12):
+            assert np.unique(z[inside & (blocks[rows] == g)]).size == 1
+        assert np.unique(z[inside]).size == 12
+    else:
+        R = st["phi"] if model == "DEPM" else st["U"]
+        assert np.allclose(R, st["psi"] if model == "DEPM" else st["V"])       # one factor (symmetric)
+        dom = R[:, :12].argmax(axis=1)                                         # each node's atom: its group
+        assert all(np.unique(dom[blocks == g]).size == 1 for g in range(12))
+        assert np.unique(dom).size == 12
+    again = starts.labels_start(model, list(blocks + 5), I, J, rows, cols, T=T, missing=missing, symmetric=True)
+    assert all(np.array_equal(st[n], again[n]) for n in st)     # labels relabelled 0..G-1, no draw
+    r = fit(X, model, T=T, n_iter=4, n_avg=2, test=test, mask=mask, symmetric=True, init=blocks, seed=1)
+    s = fit(X, model, T=T, n_iter=4, n_avg=2, test=test, mask=mask, symmetric=True, init=blocks, seed=1)
+    assert r.settings["init"] == "labels" and r.settings["K_init"] is None
+    assert r.settings["K_start"] == 12 and np.array_equal(r.K, s.K) and np.array_equal(r.M, s.M)
+
+
+def test_labels_start_bipartite_ml_partner():
+    """Bipartite X: H is the maximum-likelihood partner of the one-hot W (the mean of each group's
+    rows per column), so the DEPM's lambda_g psi_jg is the count of group g's ones in column j."""
+    X = small(seed=6, I=12, J=9)
+    labels = np.repeat([0, 1, 2], 4)
+    I, J, rows, cols = prepare_matrix(X)
+    st = starts.labels_start("DEPM", labels, I, J, rows, cols, T=5)
+    counts = np.stack([X[labels == g].sum(axis=0) for g in range(3)])      # (3, J)
+    assert np.allclose(st["lam"][:3, None] * st["psi"][:, :3].T, counts)
+    assert np.allclose(st["phi"][:, :3], np.eye(3)[labels] / 4)
+    assert np.all(st["lam"][3:] == 0)
+
+
+def test_labels_start_errors():
+    X = small()                         # 30 x 20
+    ok = np.arange(30) % 3
+    with pytest.raises(ValueError, match="init has 29 group labels; X has 30 rows"):
+        fit(X, "IDEPM", n_iter=2, n_avg=1, init=ok[:29])
+    with pytest.raises(ValueError, match="one group label per row of X.*shape \\(30, 1\\)"):
+        fit(X, "IDEPM", n_iter=2, n_avg=1, init=ok[:, None])
+    with pytest.raises(ValueError, match="one group label per row of X.*shape \\(0,\\)"):
+        fit(X, "IDEPM", n_iter=2, n_avg=1, init=[])
+    with pytest.raises(ValueError, match="integers >= 0, got -1"):
+        fit(X, "DEPM", T=4, n_iter=2, n_avg=1, init=ok - 1)
+    with pytest.raises(ValueError, match="integer group labels >= 0, got dtype float64"):
+        fit(X, "DEPM", T=4, n_iter=2, n_avg=1, init=ok + 0.5)
+    with pytest.raises(ValueError, match="integer group labels >= 0, got dtype bool"):
+        fit(X, "DEPM", T=4, n_iter=2, n_avg=1, init=ok > 0)
+    with pytest.raises(ValueError, match="integer group labels >= 0, got dtype <U"):
+        fit(X, "DEPM", T=4, n_iter=2, n_avg=1, init=["a"] * 30)
+    with pytest.raises(ValueError, match="init has 3 groups, more than the truncation level T = 2"):
+        fit(X, "EPM", T=2, n_iter=2, n_avg=1, init=ok)
+    with pytest.raises(ValueError, match="K_init must not be given"):
+        fit(X, "IDEPM", n_iter=2, n_avg=1, init=ok, K_init=3)
+    r = fit(X, "DEPM", T=4, n_iter=2, n_avg=1, init=ok.astype(float))      # whole numbers as floats: fine
+    assert r.settings["init"] == "labels" and r.settings["K_start"] == 3
+    with pytest.raises(ValueError, match="init must not be given"):
+        fit(X, "DEPM", T=4, n_iter=2, n_avg=1, resume=r, init=ok)
+
+
+def test_floor_on_the_number_of_atoms():
+    """The edge sees one or two atoms on the karate club less a tenth of its pairs (chapter 30's
+    fold 0); the data's start gives the sampler K_FLOOR = 4 NMF atoms there, a given K is kept, T
+    caps the floor, and where the edge counts more (the planted partition) nothing changes."""
+    A = sp.csr_matrix(nx.to_scipy_sparse_array(nx.karate_club_graph()) > 0).astype(np.int8)
+    fold = pair_folds(A.shape, n_folds=10, seed=2017, symmetric=True)[0]
+    X, test, mask = hold_out(A, fold, symmetric=True)
+    assert starts.choose_rank(X, symmetric=True)[0] <= 2 and starts.K_FLOOR == 4
+    I, J, rows, cols = prepare_matrix(X)
+    m = sp.coo_matrix(mask)
+    missing = (m.row.astype(np.int64), m.col.astype(np.int64))
+    for model, T in ALL:
+        T = None if T is None else 32
+        st = starts.data_start(model, np.random.default_rng(0), I, J, rows, cols, T=T, missing=missing, symmetric=True)
+        K = _check_valid(model, T, st, I, J, rows.size)
+        assert K == 4 if model != "IDEPM" else 2 <= K <= 4       # the IDEPM: atoms some one chose
+        one = starts.data_start(model, np.random.default_rng(0), I, J, rows, cols, T=T, missing=missing,
+                                symmetric=True, K=1)
+        assert _check_valid(model, T, one, I, J, rows.size) == 1
+    st = starts.data_start("DEPM", np.random.default_rng(0), I, J, rows, cols, T=3, missing=missing, symmetric=True)
+    assert _check_valid("DEPM", 3, st, I, J, rows.size) == 3
+    r = fit(X, "EPM", T=32, n_iter=3, n_avg=1, test=test, mask=mask, symmetric=True)
+    assert r.settings["init"] == "data" and r.settings["K_start"] == 4
+
+
+def test_floor_leaves_larger_ranks_alone(planted):
+    A, _, (X, _, mask) = planted
+    I, J, rows, cols = prepare_matrix(X)
+    m = sp.coo_matrix(mask)
+    K, _ = starts.choose_rank(X, symmetric=True, seed=int(np.random.default_rng(0).integers(0, 2 ** 31 - 1)))
+    st = starts.data_start("DEPM", np.random.default_rng(0), I, J, rows, cols, T=40,
+                           missing=(m.row.astype(np.int64), m.col.astype(np.int64)), symmetric=True)
+    assert K > starts.K_FLOOR and np.count_nonzero(st["lam"]) == K
