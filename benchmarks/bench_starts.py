@@ -18,9 +18,32 @@ paper's start and from the data's.
 
 Each run is written to ``benchmarks/starts_planted.json`` as it finishes (key
 "fold/model/start", toy90's "toy90/fold/model/start"), so an interrupted run resumes where it
-stopped. Usage::
+stopped.
 
-    python benchmarks/bench_starts.py [--folds 0 1 2 3 4] [--out benchmarks/starts_planted.json]
+``--part networks`` (issue 20's first "done when"): five community networks generated with
+networkx, nodes shuffled (``default_rng(0).permutation``), 120-250 nodes (``NETWORKS``): the planted
+partition above; unequal groups (``random_partition_graph([40, 25, 15, 10, 10, 8, 6, 6], 0.5, 0.02)``);
+a sparser planted partition (8 groups of 20, p_in 0.25, p_out 0.01); two degree-heterogeneous LFR
+benchmarks (``LFR_benchmark_graph``: the networkx docs' example, 250 nodes, three communities and a
+hub of degree 155; and one with 7 communities of 24-48 nodes, degrees 5-42). Same folds and fits as
+above, from three starts: "default" (``fit`` without ``init``: what a user gets), "paper" (``init="paper"``,
+the IDEPM's "random") and "truth" (``init=<the true communities>``: one-hot memberships mapped into the
+state as the data's start maps its factorisation, ``starts.labels_start``), beside ``score_baselines``
+(the table shows the better of its SVDs, "svd-auto" and "svd-k16", per fold). Records in
+``benchmarks/starts_networks.json``, key "network/fold/model/start" (and "network/fold/SVD",
+"network/info").
+
+``--part chapter30``: chapter 30's three networks (Davis, karate, Les Miserables) under chapter 30's
+protocol (``pair_folds(shape, 10, 2017, symmetric=undirected)[:5]``, held-out pairs missing and as
+zeros, IDEPM and DEPM-32 with ``split_merge=20``, EPM-32, ``n_iter=500, n_avg=250, seed=2017``),
+from the default start and from the paper's. Records in ``benchmarks/starts_chapter30.json``, key
+"network/protocol/fold/model/start" (and ".../SVD").
+
+``--redo START`` drops the stored records of a start first (e.g. after a change of the default).
+Usage::
+
+    python benchmarks/bench_starts.py [--part planted|networks|chapter30|all] [--folds 0 1 2 3 4]
+                                      [--out FILE] [--redo default]
 """
 from __future__ import annotations
 
@@ -71,12 +94,36 @@ def _record(r, t0):
                 seconds=time.perf_counter() - t0, hyper_last={n: float(v[-1]) for n, v in r.hyper.items()})
 
 
+OUTS = {"planted": "starts_planted.json", "networks": "starts_networks.json", "chapter30": "starts_chapter30.json"}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=[*OUTS, "all"], default="all")
     ap.add_argument("--folds", type=int, nargs="+", default=list(range(5)))
-    ap.add_argument("--out", type=Path, default=Path(__file__).with_name("starts_planted.json"))
+    ap.add_argument("--networks", nargs="+", default=None, help="--part networks/chapter30: only these")
+    ap.add_argument("--out", type=Path, default=None, help="the JSON file of a single part")
+    ap.add_argument("--redo", nargs="+", default=(), help="drop the stored records of these starts first")
+    ap.add_argument("--starts", nargs="+", default=None, help="--part networks/chapter30: only these starts")
+    ap.add_argument("--table", action="store_true", help="only print the tables of the stored records")
     args = ap.parse_args(argv)
-    results = json.loads(args.out.read_text()) if args.out.exists() else {}
+    parts = list(OUTS) if args.part == "all" else [args.part]
+    if args.out is not None and len(parts) > 1:
+        ap.error("--out needs a single --part")
+    for part in parts:
+        out = args.out or Path(__file__).with_name(OUTS[part])
+        results = json.loads(out.read_text()) if out.exists() else {}
+        if args.redo:
+            results = {k: v for k, v in results.items() if k.rsplit("/", 1)[-1] not in args.redo}
+            _save(results, out)
+        {"planted": run_planted, "networks": run_networks, "chapter30": run_chapter30}[part](results, out, args)
+
+
+def run_planted(results, out, args):
+    """The planted partition from the four starts of ``STARTS``, and toy90."""
+    if args.table:
+        return table(results, args.folds)
+    args.out = out
     A, blocks = planted_network()
     results["network"] = dict(nodes=int(A.shape[0]), edges=int(A.nnz // 2), groups=int(blocks.max() + 1),
                               K_chosen_full=int(choose_rank(A, symmetric=True)[0]))
@@ -139,6 +186,190 @@ def table(results, folds):
                 print(f"{name + ' ' + start:24s} TDLL {np.mean([r['tdll'] for r in recs]):.4f}  AUC-PR "
                       f"{np.mean([r['tdauc_pr'] for r in recs]):.3f}  K {np.mean([r['K_mean'] for r in recs]):.1f}"
                       f"  (from {np.mean([r['K_start'] for r in recs]):.1f})")
+
+
+# ----------------------------------------------------------------------------------------------
+# --part networks: community networks with known groups, default / paper / truth starts
+# ----------------------------------------------------------------------------------------------
+
+def _labels(G, key):
+    """Group labels 0.. of G's nodes in sorted order (LFR: the community, a set of nodes, named by its
+    smallest node)."""
+    vals = [G.nodes[v][key] for v in sorted(G)]
+    if isinstance(vals[0], (set, frozenset)):
+        names = {}
+        vals = [names.setdefault(min(c), len(names)) for c in vals]
+    return np.asarray(vals, dtype=np.int64)
+
+
+#: name -> (networkx generator, its node attribute of the groups); all seeded
+NETWORKS = {
+    "planted": (lambda: nx.planted_partition_graph(12, 10, 0.7, 0.03, seed=1), "block"),
+    "unequal": (lambda: nx.random_partition_graph([40, 25, 15, 10, 10, 8, 6, 6], 0.5, 0.02, seed=2), "block"),
+    "sparse": (lambda: nx.planted_partition_graph(8, 20, 0.25, 0.01, seed=3), "block"),
+    "lfr-docs": (lambda: nx.LFR_benchmark_graph(250, 3, 1.5, 0.1, average_degree=5, min_community=20, seed=10),
+                 "community"),
+    "lfr": (lambda: nx.LFR_benchmark_graph(250, 2.5, 1.5, 0.15, average_degree=10, min_community=20,
+                                           max_community=50, max_degree=50, seed=3), "community"),
+}
+NET_STARTS = ("default", "truth", "paper")
+
+
+def community_network(name):
+    """(A, labels): the binary symmetric adjacency matrix (no self-loops) with the nodes shuffled
+    (``default_rng(0).permutation``) and the true group of each row."""
+    make, key = NETWORKS[name]
+    G = make()
+    G.remove_edges_from(list(nx.selfloop_edges(G)))
+    nodes = sorted(G)                   # 0..n-1 (the planted partition: the matrix of planted_network)
+    labels = _labels(G, key)
+    perm = np.random.default_rng(0).permutation(len(nodes))
+    A = nx.to_scipy_sparse_array(G, nodelist=[nodes[p] for p in perm], format="csr")
+    return sp.csr_matrix((sp.csr_matrix(A) > 0).astype(np.int8)), labels[perm]
+
+
+def _start_options(model, start, labels):
+    if start == "default":
+        return {}
+    if start == "paper":
+        return dict(init=INITS[model][0])
+    return dict(init=labels)
+
+
+def run_networks(results, out, args):
+    names = args.networks or list(NETWORKS)
+    if not args.table:
+        nets = {name: community_network(name) for name in names}
+        for name, (A, labels) in nets.items():
+            deg = np.asarray(A.sum(axis=1)).ravel()
+            results[f"{name}/info"] = dict(nodes=int(A.shape[0]), edges=int(A.nnz // 2),
+                                           group_sizes=np.bincount(labels).tolist(),
+                                           degree_min_mean_max=[int(deg.min()), float(deg.mean()), int(deg.max())],
+                                           K_chosen_full=int(choose_rank(A, symmetric=True)[0]))
+            _save(results, out)
+        # the cheap starts first on every network, the paper's (slow where it turns to dust) last
+        for start in [st for st in NET_STARTS if args.starts is None or st in args.starts]:
+            for name, (A, labels) in nets.items():
+                folds = pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)
+                for f in args.folds:
+                    X, test, mask = hold_out(A, folds[f], symmetric=True)
+                    key = f"{name}/{f}/SVD"
+                    if key not in results:
+                        base = score_baselines(X, test, mask=mask, symmetric=True)
+                        results[key] = {b: {k: float(v) for k, v in d.items()} for b, d in base.items()}
+                        _save(results, out)
+                    for model, T in MODELS:
+                        key = f"{name}/{f}/{model}/{start}"
+                        if key in results:
+                            continue
+                        t0 = time.perf_counter()
+                        r = fit(X, model, T=T, test=test, mask=mask, symmetric=True, n_iter=N_ITER, n_avg=N_AVG,
+                                seed=0, **_start_options(model, start, labels))
+                        results[key] = dict(_record(r, t0), init=r.settings["init"])
+                        _save(results, out)
+                        print(f"{name:8s} fold {f} {model:5s} {start:7s} AUC-PR {r.tdauc_pr:.3f}  K_start "
+                              f"{r.settings['K_start']}  K {r.K_mean:.1f}  {time.perf_counter() - t0:.1f} s", flush=True)
+    network_table(results, names, args.folds)
+
+
+def _span(vals, d=3):
+    return f"{np.mean(vals):.{d}f} [{np.min(vals):.{d}f}, {np.max(vals):.{d}f}]" if len(vals) else "-"
+
+
+def network_table(results, names, folds):
+    """Held-out AUC-PR, mean [min, max] over the folds, per network, model and start, and the
+    issue's two checks on the default (the means): >= the best SVD, and >= truth - 0.03."""
+    print(f"\nheld-out AUC-PR, folds {list(folds)}: mean [min, max]; SVD: the better of svd-auto, svd-k16 per fold")
+    print(f"{'network':9s} {'model':9s} {'default':>21s} {'paper':>21s} {'truth':>21s} {'SVD':>21s}  "
+          f"K_start  >=SVD  >=truth-0.03")
+    for name in names:
+        svd = [max(results[f"{name}/{f}/SVD"][b]["tdauc_pr"] for b in ("svd-auto", "svd-k16"))
+               for f in folds if f"{name}/{f}/SVD" in results]
+        for model, T in MODELS:
+            label = model + (f"-{T}" if T else "")
+            vals = {st: [results[k]["tdauc_pr"] for k in (f"{name}/{f}/{model}/{st}" for f in folds) if k in results]
+                    for st in NET_STARTS}
+            ks = [results[k]["K_start"] for k in (f"{name}/{f}/{model}/default" for f in folds) if k in results]
+            ok = ""
+            if vals["default"] and vals["truth"] and svd:
+                d = np.mean(vals["default"])
+                ok = f"{'yes' if d >= np.mean(svd) else 'NO':>5s}  {'yes' if d >= np.mean(vals['truth']) - 0.03 else 'NO':>5s}"
+            print(f"{name:9s} {label:9s} " + " ".join(f"{_span(vals[st]):>21s}" for st in NET_STARTS)
+                  + f" {_span(svd):>21s}  {','.join(map(str, ks)):8s} {ok}")
+
+
+# ----------------------------------------------------------------------------------------------
+# --part chapter30: chapter 30's networks and protocol, default start against the paper's
+# ----------------------------------------------------------------------------------------------
+
+CH30_SEED = 2017
+CH30_MODELS = {"IDEPM": dict(split_merge=20), "DEPM": dict(T=32, split_merge=20), "EPM": dict(T=32)}
+CH30_METRICS = ("tdauc_pr", "tdauc_roc", "tdll")
+
+
+def chapter30_networks():
+    """Chapter 30's three networks: name -> (binary matrix, undirected?)."""
+    def binary(M):
+        return sp.csr_matrix((sp.csr_matrix(M) > 0).astype(np.int8))
+    davis = nx.davis_southern_women_graph()
+    return {"Davis": (binary(nx.bipartite.biadjacency_matrix(davis, davis.graph["top"], davis.graph["bottom"])),
+                      False),
+            "karate": (binary(nx.to_scipy_sparse_array(nx.karate_club_graph())), True),
+            "Les Mis": (binary(nx.to_scipy_sparse_array(nx.les_miserables_graph())), True)}
+
+
+def run_chapter30(results, out, args):
+    nets = chapter30_networks()
+    names = [n for n in nets if args.networks is None or n in args.networks]
+    if not args.table:
+        for name in names:
+            M, undirected = nets[name]
+            for f, fold in enumerate(pair_folds(M.shape, 10, CH30_SEED, symmetric=undirected)[:5]):
+                if f not in args.folds:
+                    continue
+                X, test, miss = hold_out(M, fold, symmetric=undirected)
+                for protocol in ("missing", "zeros"):
+                    mask = miss if protocol == "missing" else None
+                    key = f"{name}/{protocol}/{f}/SVD"
+                    if key not in results:
+                        b = score_baselines(X, test, mask=mask, seed=CH30_SEED, k="auto", symmetric=undirected)
+                        results[key] = {m: {k: float(v) for k, v in d.items()} for m, d in b.items()}
+                        _save(results, out)
+                    for model, kw in CH30_MODELS.items():
+                        for start in [st for st in ("default", "paper") if args.starts is None or st in args.starts]:
+                            key = f"{name}/{protocol}/{f}/{model}/{start}"
+                            if key in results:
+                                continue
+                            t0 = time.perf_counter()
+                            r = fit(X, model, symmetric=undirected, test=test, mask=mask, n_iter=500, n_avg=250,
+                                    seed=CH30_SEED, **kw, **_start_options(model, start, None))
+                            results[key] = dict(_record(r, t0), init=r.settings["init"])
+                            _save(results, out)
+    chapter30_table(results, names, args.folds)
+
+
+def chapter30_table(results, names, folds):
+    """Default start minus the paper's, per network, protocol, model and metric: the mean of the
+    paired differences over the folds, its SE, and the two means."""
+    print(f"\nchapter 30's protocol, folds {list(folds)}: default - paper (mean ± SE of the paired differences, "
+          f"'-' below 0, '!' below -2 SE; means default / paper); K_start of the default per fold")
+    for name in names:
+        for protocol in ("missing", "zeros"):
+            for model in CH30_MODELS:
+                recs = [(results.get(f"{name}/{protocol}/{f}/{model}/default"),
+                         results.get(f"{name}/{protocol}/{f}/{model}/paper")) for f in folds]
+                recs = [(a, b) for a, b in recs if a and b]
+                if not recs:
+                    continue
+                cells = []
+                for m in CH30_METRICS:
+                    d = np.array([a[m] - b[m] for a, b in recs])
+                    se = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else np.nan
+                    flag = "!" if d.mean() < -2 * se else ("-" if d.mean() < 0 else " ")
+                    cells.append(f"{m} {d.mean():+.3f}±{se:.3f}{flag}({np.mean([a[m] for a, _ in recs]):.3f} / "
+                                 f"{np.mean([b[m] for _, b in recs]):.3f})")
+                ks = ",".join(str(a["K_start"]) for a, _ in recs)
+                print(f"{name:8s} {protocol:7s} {model:5s} " + "  ".join(cells) + f"  K_start {ks}")
 
 
 if __name__ == "__main__":
