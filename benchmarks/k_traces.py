@@ -22,7 +22,7 @@ the sweeps at which moves were accepted), the
 sampler's wall seconds (``FitResult.seconds``) and the process CPU seconds of the whole fit, and
 the final K mean and TDLL (posterior mean over the last ``--n-avg`` sweeps); the file also
 records the data's fingerprint, shape and number of ones, and the fold. Floats are rounded.
-Read by ``chapters/14_idepm_sampler`` and ``chapters/13_depm_sampler`` (the chapters need only
+Read by ``chapters/14c_idepm_movielens`` and ``chapters/13b_depm_moves`` (the chapters need only
 this file, not MovieLens).
 
 Cost (measured on a shared 2-core machine): about 0.8 CPU seconds for one sweep of all eight

@@ -20,7 +20,7 @@ target) and of ln q (the probability of proposing the split, or of replaying it 
 separately for split and merge proposals. Per chain also: K, M (customers), alpha1, alpha2,
 gamma0, and the TDLL (posterior mean over the last 100 sweeps).
 
-Read by ``chapters/14_idepm_sampler`` (which needs only this file, not MovieLens). Cost: about
+Read by ``chapters/14c_idepm_movielens`` (which needs only this file, not MovieLens). Cost: about
 4 CPU minutes. Fails loudly (data or checksum errors, non-finite traces): no file is written.
 """
 from __future__ import annotations

@@ -192,7 +192,8 @@ sweeps with 10 proposals took 140-170 CPU s from 1-2 atoms (proposals on atoms o
 customers, a few ms each) and 72 s from 100. The block moves help the chains from few atoms a
 little; the chains still disagree by a factor of 3-4 in K+ and by 0.003-0.004 in TDLL.
 
-Derived in ``chapters/13_depm_sampler`` (DEPM) and ``chapters/14_idepm_sampler`` (IDEPM).
+Derived in ``chapters/13b_depm_moves`` (DEPM) and ``chapters/14b_idepm_moves`` (IDEPM); on MovieLens100K
+in ``chapters/14c_idepm_movielens``.
 
 References: S. Jain, R. M. Neal (2004), J. Comput. Graph. Stat. 13, 158-182; D. B. Dahl (2005),
 Tech. Rep. 1086, Univ. Wisconsin; C. Wang, D. M. Blei (2012), NIPS; J. Chang, J. W. Fisher III
