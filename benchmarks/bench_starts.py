@@ -39,11 +39,17 @@ zeros, IDEPM and DEPM-32 with ``split_merge=20``, EPM-32, ``n_iter=500, n_avg=25
 from the default start and from the paper's. Records in ``benchmarks/starts_chapter30.json``, key
 "network/protocol/fold/model/start" (and ".../SVD").
 
-``--redo START`` drops the stored records of a start first (e.g. after a change of the default).
+``--chain-seeds 2018 2019 2020`` (chapter30): chains of other seeds too (keys ".../start@seed"), and a
+second table with each fold's scores averaged over the chains first: on networks this small one chain
+of 500 sweeps per fold leaves differences of a few hundredths between starts to chance.
+
+``--redo START`` drops the stored records of a start first (e.g. after a change of the default; also
+"default@2018" etc.).
 Usage::
 
     python benchmarks/bench_starts.py [--part planted|networks|chapter30|all] [--folds 0 1 2 3 4]
                                       [--out FILE] [--redo default]
+                                      [--chain-seeds 2018 2019 2020] [--starts default] [--table]
 """
 from __future__ import annotations
 
@@ -105,6 +111,8 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=None, help="the JSON file of a single part")
     ap.add_argument("--redo", nargs="+", default=(), help="drop the stored records of these starts first")
     ap.add_argument("--starts", nargs="+", default=None, help="--part networks/chapter30: only these starts")
+    ap.add_argument("--chain-seeds", type=int, nargs="+", default=[],
+                    help="--part chapter30: chains of these seeds too (keys '...@seed'), beside the chapter's 2017")
     ap.add_argument("--table", action="store_true", help="only print the tables of the stored records")
     args = ap.parse_args(argv)
     parts = list(OUTS) if args.part == "all" else [args.part]
@@ -280,8 +288,8 @@ def network_table(results, names, folds):
     """Held-out AUC-PR, mean [min, max] over the folds, per network, model and start, and the
     issue's two checks on the default (the means): >= the best SVD, and >= truth - 0.03."""
     print(f"\nheld-out AUC-PR, folds {list(folds)}: mean [min, max]; SVD: the better of svd-auto, svd-k16 per fold")
-    print(f"{'network':9s} {'model':9s} {'default':>21s} {'paper':>21s} {'truth':>21s} {'SVD':>21s}  "
-          f"K_start  >=SVD  >=truth-0.03")
+    print(f"{'network':9s} {'model':9s} " + " ".join(f"{st:>21s}" for st in NET_STARTS) + f" {'SVD':>21s}  "
+          f"K_start (default)  default >= SVD, >= truth - 0.03")
     for name in names:
         svd = [max(results[f"{name}/{f}/SVD"][b]["tdauc_pr"] for b in ("svd-auto", "svd-k16"))
                for f in folds if f"{name}/{f}/SVD" in results]
@@ -337,27 +345,46 @@ def run_chapter30(results, out, args):
                         _save(results, out)
                     for model, kw in CH30_MODELS.items():
                         for start in [st for st in ("default", "paper") if args.starts is None or st in args.starts]:
-                            key = f"{name}/{protocol}/{f}/{model}/{start}"
-                            if key in results:
-                                continue
-                            t0 = time.perf_counter()
-                            r = fit(X, model, symmetric=undirected, test=test, mask=mask, n_iter=500, n_avg=250,
-                                    seed=CH30_SEED, **kw, **_start_options(model, start, None))
-                            results[key] = dict(_record(r, t0), init=r.settings["init"])
-                            _save(results, out)
+                            for seed in [CH30_SEED, *args.chain_seeds]:
+                                key = f"{name}/{protocol}/{f}/{model}/{start}" + _seed_tag(seed)
+                                if key in results:
+                                    continue
+                                t0 = time.perf_counter()
+                                r = fit(X, model, symmetric=undirected, test=test, mask=mask, n_iter=500, n_avg=250,
+                                        seed=seed, **kw, **_start_options(model, start, None))
+                                results[key] = dict(_record(r, t0), init=r.settings["init"])
+                                _save(results, out)
     chapter30_table(results, names, args.folds)
+    if args.chain_seeds:
+        chapter30_table(results, names, args.folds, seeds=[CH30_SEED, *args.chain_seeds])
 
 
-def chapter30_table(results, names, folds):
+def _seed_tag(seed):
+    """Chapter 30's own seed has no tag in a key; the other chains' seeds "@seed"."""
+    return "" if seed == CH30_SEED else f"@{seed}"
+
+
+def _chain_mean(results, key, seeds):
+    """The record of ``key`` (seeds: the mean of the metrics over the chains of those seeds; None
+    unless every one is stored)."""
+    recs = [results.get(key + _seed_tag(s)) for s in seeds]
+    if not all(recs):
+        return None
+    return {m: float(np.mean([r[m] for r in recs])) for m in (*CH30_METRICS, "K_start")}
+
+
+def chapter30_table(results, names, folds, seeds=(CH30_SEED,)):
     """Default start minus the paper's, per network, protocol, model and metric: the mean of the
-    paired differences over the folds, its SE, and the two means."""
-    print(f"\nchapter 30's protocol, folds {list(folds)}: default - paper (mean ± SE of the paired differences, "
-          f"'-' below 0, '!' below -2 SE; means default / paper); K_start of the default per fold")
+    paired differences over the folds, its SE, and the two means (``seeds``: each fold's scores
+    averaged over the chains of these seeds first)."""
+    print(f"\nchapter 30's protocol, folds {list(folds)}, chains of seeds {list(seeds)} (averaged per fold): "
+          f"default - paper (mean ± SE of the paired differences, '-' below 0, '!' below -2 SE; means default / "
+          f"paper); K_start of the default per fold")
     for name in names:
         for protocol in ("missing", "zeros"):
             for model in CH30_MODELS:
-                recs = [(results.get(f"{name}/{protocol}/{f}/{model}/default"),
-                         results.get(f"{name}/{protocol}/{f}/{model}/paper")) for f in folds]
+                recs = [(_chain_mean(results, f"{name}/{protocol}/{f}/{model}/default", seeds),
+                         _chain_mean(results, f"{name}/{protocol}/{f}/{model}/paper", seeds)) for f in folds]
                 recs = [(a, b) for a, b in recs if a and b]
                 if not recs:
                     continue
@@ -368,7 +395,7 @@ def chapter30_table(results, names, folds):
                     flag = "!" if d.mean() < -2 * se else ("-" if d.mean() < 0 else " ")
                     cells.append(f"{m} {d.mean():+.3f}±{se:.3f}{flag}({np.mean([a[m] for a, _ in recs]):.3f} / "
                                  f"{np.mean([b[m] for _, b in recs]):.3f})")
-                ks = ",".join(str(a["K_start"]) for a, _ in recs)
+                ks = ",".join(f"{a['K_start']:g}" for a, _ in recs)
                 print(f"{name:8s} {protocol:7s} {model:5s} " + "  ".join(cells) + f"  K_start {ks}")
 
 
