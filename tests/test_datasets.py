@@ -716,3 +716,22 @@ def test_dataset_invariants():
         Dataset("x", sp.csr_matrix(np.eye(2, dtype=np.int8)), np.arange(3), np.arange(2), "", "")
     with pytest.raises(TypeError):
         Dataset("x", np.eye(2, dtype=np.int8), np.arange(2), np.arange(2), "", "")
+
+
+def test_networkx_examples_are_the_graphs_as_binary_matrices():
+    """The three networks of chapters 30 and 30b: shapes, links, symmetry, int8 ones."""
+    import networkx as nx
+    from epm_lib.example_networks import binary, networkx_examples
+
+    nets = networkx_examples()
+    assert list(nets) == ["Davis", "karate", "Les Mis"]
+    expect = {"Davis": ((18, 14), 89, False), "karate": ((34, 34), 78, True), "Les Mis": ((77, 77), 254, True)}
+    for name, (X, undirected) in nets.items():
+        shape, links, und = expect[name]
+        assert X.shape == shape and undirected is und and X.dtype == np.int8 and set(X.data) == {1}
+        assert (X.nnz // 2 if undirected else X.nnz) == links
+        if undirected:
+            assert (X != X.T).nnz == 0 and X.diagonal().sum() == 0
+    karate = nx.karate_club_graph()
+    assert all(nets["karate"][0][i, j] == 1 for i, j in karate.edges())        # row i is node i
+    assert (binary(np.array([[0.0, 2.5], [-1.0, 0.0]])).toarray() == [[0, 1], [0, 0]]).all()
