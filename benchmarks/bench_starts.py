@@ -68,6 +68,7 @@ from epm_lib.datasets import load
 from epm_lib.experiments import cv_fold, split
 from epm_lib.baselines import score_baselines
 from epm_lib.experiments import hold_out, pair_folds
+from epm_lib.example_networks import planted_partition
 from epm_lib.starts import INITS, choose_rank
 
 MODELS = [("IDEPM", None), ("DEPM", 100), ("EPM", 100)]
@@ -84,10 +85,8 @@ N_ITER, N_AVG = 1500, 500
 
 
 def planted_network():
-    G = nx.planted_partition_graph(12, 10, 0.7, 0.03, seed=1)
-    perm = np.random.default_rng(0).permutation(G.number_of_nodes())
-    A = nx.to_scipy_sparse_array(G, nodelist=[int(v) for v in perm], format="csr")
-    return sp.csr_matrix(A).astype(np.int8), np.array([G.nodes[int(v)]["block"] for v in perm])
+    """Chapter 29's planted partition (``epm_lib.example_networks.planted_partition``): (A, blocks)."""
+    return planted_partition()
 
 
 def _save(results, out):

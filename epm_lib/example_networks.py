@@ -11,13 +11,17 @@ prediction against baselines, chains from several starts) both run on them:
   77 x 77, undirected; a link is a weight above zero.
 
 Nodes are in networkx's order (``list(G)``), so row ``i`` of the karate matrix is node ``i``.
+
+:func:`planted_partition` is the community network of chapters ``29_where_a_chain_starts`` and
+``29b_checking_starts`` and of ``benchmarks/bench_starts.py``: networkx's planted partition graph
+with its nodes shuffled, so that no group is a block of consecutive rows.
 """
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["binary", "networkx_examples"]
+__all__ = ["binary", "networkx_examples", "planted_partition"]
 
 
 def binary(M) -> sp.csr_matrix:
@@ -37,3 +41,15 @@ def networkx_examples() -> dict:
         "karate": (binary(nx.to_scipy_sparse_array(karate)), True),
         "Les Mis": (binary(nx.to_scipy_sparse_array(lesmis)), True),
     }
+
+
+def planted_partition(groups=12, size=10, p_in=0.7, p_out=0.03, seed=1, shuffle_seed=0):
+    """``(A, blocks)``: ``nx.planted_partition_graph(groups, size, p_in, p_out, seed=seed)`` as a binary
+    symmetric int8 CSR matrix with its nodes in the order ``default_rng(shuffle_seed).permutation``, and
+    the planted group of each row. The defaults are the network of chapter 29 (120 nodes, 562 links)."""
+    import networkx as nx
+
+    G = nx.planted_partition_graph(groups, size, p_in, p_out, seed=seed)
+    perm = np.random.default_rng(shuffle_seed).permutation(G.number_of_nodes())
+    A = nx.to_scipy_sparse_array(G, nodelist=[int(v) for v in perm], format="csr")
+    return binary(A), np.array([G.nodes[int(v)]["block"] for v in perm])

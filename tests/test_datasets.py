@@ -735,3 +735,17 @@ def test_networkx_examples_are_the_graphs_as_binary_matrices():
     karate = nx.karate_club_graph()
     assert all(nets["karate"][0][i, j] == 1 for i, j in karate.edges())        # row i is node i
     assert (binary(np.array([[0.0, 2.5], [-1.0, 0.0]])).toarray() == [[0, 1], [0, 0]]).all()
+
+
+def test_planted_partition_is_chapter_29s_network():
+    """The planted partition of chapters 29/29b and bench_starts: 120 nodes, 562 links, 12 groups of 10,
+    symmetric, no self-loops, shuffled (no group a block of consecutive rows)."""
+    from epm_lib.example_networks import planted_partition
+
+    A, blocks = planted_partition()
+    assert A.shape == (120, 120) and A.nnz // 2 == 562 and A.dtype == np.int8
+    assert (A != A.T).nnz == 0 and A.diagonal().sum() == 0
+    assert np.bincount(blocks).tolist() == [10] * 12
+    assert np.any(np.diff(blocks[:10]) != 0)
+    A2, b2 = planted_partition()
+    assert (A != A2).nnz == 0 and (blocks == b2).all()                  # deterministic
