@@ -32,7 +32,7 @@ __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCA
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
            "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds",
            "CONVERGED_MODELS", "h3_level", "rhat_max", "start_means", "model_spread",
-           "planted_scores"]
+           "planted_scores", "network_scores"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -448,6 +448,27 @@ def planted_scores(bench, metric="tdauc_pr"):
         label, score = ("SVD", rec["svd-auto"][metric]) if name == "SVD" else (name, rec[metric])
         out.setdefault(label, {})[int(fold)] = float(score)
     return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
+
+
+def network_scores(bench, metric="tdauc_pr"):
+    """{network: {label: {fold: score}}} of ``benchmarks/bench_starts.py``'s five community networks
+    (its ``starts_networks.json`` as a dict, keys "network/fold/model/start" and "network/fold/SVD"):
+    one label per model and start ("IDEPM/default", "DEPM/truth", "EPM/paper", ...) and "SVD", the
+    better of the two truncated SVDs (``score_baselines``' "svd-auto" and "svd-k16") on each fold, as the
+    benchmark's table reads it; the networks' "info" records are left out. Feeds :func:`mean_se`."""
+    out = {}
+    for key, rec in bench.items():
+        parts = key.split("/")
+        if len(parts) == 3 and parts[2] == "SVD":
+            net, fold, label = parts[0], int(parts[1]), "SVD"
+            score = max(rec["svd-auto"][metric], rec["svd-k16"][metric])
+        elif len(parts) == 4:
+            net, fold, label = parts[0], int(parts[1]), f"{parts[2]}/{parts[3]}"
+            score = rec[metric]
+        else:
+            continue
+        out.setdefault(net, {}).setdefault(label, {})[fold] = float(score)
+    return {n: {k: dict(sorted(v.items())) for k, v in sorted(d.items())} for n, d in out.items()}
 
 
 def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):

@@ -468,3 +468,24 @@ def test_finish_figure_without_ylim_keeps_the_limits():
     assert all(len(ax.get_xticks(minor=True)) == 0 for ax in axes.flat)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["slope"]
     plt.close(fig)
+
+
+def test_network_scores_reads_the_networks_benchmark():
+    """network_scores: per network, one label per model/start and 'SVD' = the better of the two SVDs per
+    fold; 'info' records skipped; on the stored benchmark every network has five folds of each label."""
+    import json
+    from epm_lib.results import network_scores
+
+    bench = {"net/info": {"nodes": 3},
+             "net/0/SVD": {"svd-auto": {"tdauc_pr": 0.2}, "svd-k16": {"tdauc_pr": 0.3}, "popularity": {"tdauc_pr": 0.1}},
+             "net/1/SVD": {"svd-auto": {"tdauc_pr": 0.5}, "svd-k16": {"tdauc_pr": 0.4}, "popularity": {"tdauc_pr": 0.1}},
+             "net/1/IDEPM/default": {"tdauc_pr": 0.6}, "net/0/IDEPM/default": {"tdauc_pr": 0.7}}
+    got = network_scores(bench)
+    assert got == {"net": {"IDEPM/default": {0: 0.7, 1: 0.6}, "SVD": {0: 0.3, 1: 0.5}}}
+    stored = network_scores(json.loads((Path(__file__).resolve().parent.parent / "benchmarks" /
+                                        "starts_networks.json").read_text()))
+    assert set(stored) == {"planted", "unequal", "sparse", "lfr-docs", "lfr"}
+    for net, labels in stored.items():
+        for m in ("IDEPM", "DEPM", "EPM"):
+            assert len(labels[f"{m}/default"]) == 5 and len(labels[f"{m}/truth"]) == 5, (net, m)
+        assert len(labels["SVD"]) == 5
