@@ -8,6 +8,7 @@ Fails (exit 1) when a page
 * misses a figure: an ``<img>`` whose file is absent or empty, or fewer images on
   the page than image outputs in the chapter's notebook;
 * prints on stderr, an error or a Python warning in an output (issue 21, item 2);
+* is longer than ``MAX_SCREENS`` screens of a 1280 x 1000 px window (issue 21, item 4);
 * overflows (issue 21, item 2), measured in the browser after MathJax has
   typeset the page:
 
@@ -44,6 +45,8 @@ NO_MATH = {"bibliography"}          # pages that legitimately hold no equation
 LANDING = "intro.html"              # the landing page (root of _toc.yml), built from intro.ipynb
 WIDE, NARROW = 1280, 390            # window widths measured (px)
 SLACK = 1                           # px of rounding allowed
+SCREEN = 1000                       # px: the height of the 1280 px window, one screen
+MAX_SCREENS = 12                    # issue 21: a chapter runs to about 12 screens at most
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -132,7 +135,8 @@ MEASURE_JS = r"""
                 text: 'the page scrolls sideways; sticking out: ' + culprits.join('; ')});
     }
     return {status: status, window: window.innerWidth, column: Math.round(W), problems: out,
-            equations: document.querySelectorAll('mjx-container').length};
+            equations: document.querySelectorAll('mjx-container').length,
+            height: document.documentElement.scrollHeight};
   }
   function report(status) {
     var r = measure(status), text = JSON.stringify(r);
@@ -251,6 +255,7 @@ def check_page(page: Path) -> tuple[str, list[str]]:
     if re.search(r"\.py:\d+: \w*Warning", source):
         problems.append("a Python warning printed in an output")
 
+    screens = None
     for width, d in ((WIDE, dom), (NARROW, narrow_dom)):
         rep = read_report(d)
         if rep is None:
@@ -259,7 +264,13 @@ def check_page(page: Path) -> tuple[str, list[str]]:
         if rep["status"] not in ("ok", "no-mathjax"):
             problems.append(f"{width} px: MathJax {rep['status']}")
         problems += [f"{width} px: {describe(p)}" for p in rep["problems"]]
-    line = f"{page.name}: {n_math} equations, {len(imgs)} images (notebook figures: {expected})"
+        if width == WIDE:
+            screens = rep["height"] / SCREEN
+            if screens > MAX_SCREENS:
+                problems.append(f"{screens:.1f} screens long at {WIDE} x {SCREEN} px (at most {MAX_SCREENS}: "
+                                "fold checks, trim outputs or split the chapter)")
+    line = (f"{page.name}: {n_math} equations, {len(imgs)} images (notebook figures: {expected})"
+            + (f", {screens:.1f} screens" if screens is not None else ""))
     return line, problems
 
 
