@@ -93,6 +93,14 @@ def _save(results, out):
     atomic_write_text(out, json.dumps(results, indent=1, sort_keys=True))
 
 
+def _baselines_once(results, key, X, test, mask, out):
+    """score_baselines' popularity and SVDs of one held-out fold into results[key], unless already there."""
+    if key not in results:
+        base = score_baselines(X, test, mask=mask, symmetric=True)
+        results[key] = {b: {k: float(v) for k, v in d.items()} for b, d in base.items()}
+        _save(results, out)
+
+
 def _record(r, t0):
     return dict(tdauc_pr=float(r.tdauc_pr), tdauc_roc=float(r.tdauc_roc), tdll=float(r.tdll),
                 K_start=r.settings["K_start"], K_mean=r.K_mean, init_seconds=r.settings["init_seconds"],
@@ -137,11 +145,7 @@ def run_planted(results, out, args):
     folds = pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)
     for f in args.folds:
         X, test, mask = hold_out(A, folds[f], symmetric=True)
-        key = f"{f}/SVD"
-        if key not in results:
-            base = score_baselines(X, test, mask=mask, symmetric=True)
-            results[key] = {name: {k: float(v) for k, v in d.items()} for name, d in base.items()}
-            _save(results, args.out)
+        _baselines_once(results, f"{f}/SVD", X, test, mask, args.out)
         for model, T in MODELS:
             for start, opts in STARTS.items():
                 key = f"{f}/{model}/{start}"
@@ -260,11 +264,7 @@ def run_networks(results, out, args):
                 folds = pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)
                 for f in args.folds:
                     X, test, mask = hold_out(A, folds[f], symmetric=True)
-                    key = f"{name}/{f}/SVD"
-                    if key not in results:
-                        base = score_baselines(X, test, mask=mask, symmetric=True)
-                        results[key] = {b: {k: float(v) for k, v in d.items()} for b, d in base.items()}
-                        _save(results, out)
+                    _baselines_once(results, f"{name}/{f}/SVD", X, test, mask, out)
                     for model, T in MODELS:
                         key = f"{name}/{f}/{model}/{start}"
                         if key in results:
