@@ -32,7 +32,7 @@ __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCA
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
            "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds",
            "CONVERGED_MODELS", "h3_level", "rhat_max", "start_means", "model_spread",
-           "planted_scores", "network_scores"]
+           "planted_scores", "network_scores", "paper_runs"]
 
 EXPECTED_FOLDS = 10
 TRUNCATED = ("EPM", "EPMpaper", "CEPM", "DEPM")
@@ -448,6 +448,23 @@ def planted_scores(bench, metric="tdauc_pr"):
         label, score = ("SVD", rec["svd-auto"][metric]) if name == "SVD" else (name, rec[metric])
         out.setdefault(label, {})[int(fold)] = float(score)
     return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
+
+
+def paper_runs(results_dir, dataset, n_iter=600, n_avg=100, n_folds=10):
+    """{(model, T): {fold: record}} of the DEPM at every T and the IDEPM from its default start
+    (K_init = 100) under the paper's protocol (``n_iter`` iterations, the last ``n_avg`` averaged,
+    ``n_folds`` folds of seed 0, sampler seed 0): the runs chapters 24 and 24b read; {} when the data
+    set has no records."""
+    folder = Path(results_dir) / dataset
+    recs = load_results(results_dir, dataset=dataset) if folder.is_dir() else []
+    runs = {}
+    for r in recs:
+        s = r["settings"]
+        if (s["n_iter"], s["n_avg"], s["n_folds"], s["cv_seed"], r["seed"]) != (n_iter, n_avg, n_folds, 0, 0):
+            continue
+        if r["model"] == "DEPM" or (r["model"] == "IDEPM" and r["K_init"] == DEFAULT_K_INIT):
+            runs.setdefault((r["model"], r["T"]), {})[r["fold"]] = r
+    return runs
 
 
 def network_scores(bench, metric="tdauc_pr"):
