@@ -25,7 +25,7 @@ from numba import njit
 __all__ = [
     "TINY", "sample_ztp", "sample_crt", "sample_categorical", "partition_count",
     "sample_log_gamma", "sample_gamma", "sample_log_beta", "sample_dirichlet",
-    "sample_log_weights", "cepm_grid",
+    "sample_log_weights", "cepm_grid", "draw_many",
 ]
 
 #: Smallest positive normal double; gamma and Dirichlet draws are floored here
@@ -235,3 +235,9 @@ def cepm_grid():
     """The grid of Appendix B: a such that 1/(1 + a) = 0.01, 0.02, ..., 0.99 (so a from 99 down to 1/99)."""
     g = np.arange(1, 100) / 100.0
     return 1.0 / g - 1.0
+
+
+def draw_many(kernel, rng, *args, size):
+    """``size`` independent draws of a scalar numba kernel ``kernel(rng, *args)`` as an array, one Python
+    call each (about 10 us): how the building-block chapters and tests sample a kernel's distribution."""
+    return np.array([kernel(rng, *args) for _ in range(size)])

@@ -36,7 +36,7 @@ from .models import idepm, moves
 from .interrupt import deferred_sigint
 
 __all__ = ["INSTANCES", "MUTATIONS", "THIN", "ExactnessTest", "partition_test",
-           "exact_conditional", "set_partitions", "pooled_chisquare", "pool_cells"]
+           "exact_conditional", "set_partitions", "pooled_chisquare", "pool_cells", "adjacent_chisquare"]
 
 #: proposals between recorded states (well beyond the autocorrelation time on ``INSTANCES``)
 THIN = 50
@@ -233,6 +233,20 @@ def pool_cells(counts, expected, min_expected=5.0):
     else:
         obs_b, exp_b = [o], [e]
     return obs_b, exp_b
+
+
+def adjacent_chisquare(counts, probs):
+    """Pearson chi-square test of observed ``counts`` against cell probabilities ``probs`` (normalised
+    here), for cells with a natural order (the values of a draw: 0, 1, 2, ...): adjacent cells are pooled
+    left to right until each expects >= 5 draws, a remainder joins the last pooled cell
+    (:func:`pool_cells`). Returns ``(p, n_cells)``; p = 1.0 when fewer than two cells remain. Used by the
+    building-block chapters (``10_building_blocks``, ``10b_log_space``) and ``tests/test_distributions.py``."""
+    counts = np.asarray(counts, dtype=float)
+    probs = np.asarray(probs, dtype=float)
+    obs_b, exp_b = pool_cells(counts, probs / probs.sum() * counts.sum())
+    if len(obs_b) < 2:
+        return 1.0, len(obs_b)
+    return float(chisquare(obs_b, exp_b).pvalue), len(obs_b)
 
 
 def pooled_chisquare(counts, probs):

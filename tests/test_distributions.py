@@ -32,7 +32,7 @@ import pytest
 from numba import njit
 from scipy import special, stats
 
-from epm_lib.exactness import pool_cells
+from epm_lib.exactness import adjacent_chisquare as pooled_chisquare
 from epm_lib.distributions import (
     TINY, cepm_grid, partition_count, sample_categorical, sample_crt,
     sample_dirichlet, sample_gamma, sample_log_beta, sample_log_gamma,
@@ -221,21 +221,6 @@ def log_gamma_cdf(logx, a):
 
 
 # ------------------------------------------------------------- test helpers
-
-def pooled_chisquare(counts, probs):
-    """Pearson chi-square p-value of observed ``counts`` against cell probabilities ``probs``.
-
-    Adjacent cells are pooled (left to right) until each pooled cell expects >= 5
-    draws; a remainder is merged into the last pooled cell. Returns (p, n_cells).
-    """
-    counts = np.asarray(counts, dtype=float)
-    probs = np.asarray(probs, dtype=float)
-    n = counts.sum()
-    obs_b, exp_b = pool_cells(counts, probs / probs.sum() * n)
-    if len(obs_b) < 2:
-        return 1.0, len(obs_b)
-    return float(stats.chisquare(obs_b, exp_b).pvalue), len(obs_b)
-
 
 def binomial_upper_p(count, n, q):
     """P(Binomial(n, q) >= count): the probability of seeing at least ``count`` rare events."""
@@ -752,3 +737,24 @@ def test_dirichlet_fast_path_is_bit_identical_to_the_reference():
         _dirichlet_reference(r1, a, o1)
         sample_dirichlet(r2, a, o2)
         assert np.array_equal(o1, o2) and r1.random() == r2.random(), t
+
+
+def test_adjacent_chisquare_pools_left_to_right_and_has_power():
+    """exactness.adjacent_chisquare (the building-block chapters' test): pooling, p=1 for one cell,
+    uniform-looking p for draws of the stated law, tiny p for draws of another."""
+    from epm_lib.exactness import adjacent_chisquare
+    # expected 4, 4, 4 for 12 draws: cells 1+2 pool (8 >= 5), cell 3 (4 < 5) joins them: one cell
+    assert adjacent_chisquare([1, 1, 10], [1, 1, 1]) == (1.0, 1)
+    assert adjacent_chisquare([30, 30, 40], [0.3, 0.3, 0.4]) == (1.0, 3)        # exactly as expected
+    rng = np.random.default_rng(5)
+    w = np.array([0.1, 0.2, 0.3, 0.4])
+    p_ok, cells = adjacent_chisquare(np.bincount(rng.choice(4, 20_000, p=w), minlength=4), w * 7)   # normalised
+    p_bad, _ = adjacent_chisquare(np.bincount(rng.choice(4, 20_000, p=w[::-1]), minlength=4), w)
+    assert cells == 4 and p_ok > 1e-3 and p_bad < 1e-12
+
+
+def test_draw_many_is_the_loop_of_single_draws():
+    from epm_lib.distributions import draw_many
+    a = draw_many(sample_ztp, np.random.default_rng(1), 2.5, size=50)
+    rng = np.random.default_rng(1)
+    assert a.shape == (50,) and np.array_equal(a, [sample_ztp(rng, 2.5) for _ in range(50)])
