@@ -108,8 +108,15 @@ def check(result, rows, cols, shape, missing=None, row_ids=None, col_ids=None) -
         return found
     at_r, at_c = np.concatenate([o_r, z_r]), np.concatenate([o_c, z_c])
     y = np.concatenate([np.ones(o_r.size), np.zeros(z_r.size)])
-    k_r, k_c = (at_r, at_c) if row_ids is None else (np.searchsorted(row_ids, at_r), np.searchsorted(col_ids, at_c))
-    directions = [(k_r, k_c), (k_c, k_r)] if result.settings.get("symmetric") else [(k_r, k_c)]
+    def to_r(a):                            # full row index -> the model's row (the IDEPM's compact ones)
+        return a if row_ids is None else np.searchsorted(row_ids, a)
+
+    def to_c(a):
+        return a if col_ids is None else np.searchsorted(col_ids, a)
+
+    directions = [(to_r(at_r), to_c(at_c))]   # undirected: both directions, each mapped in full indices
+    if result.settings.get("symmetric"):
+        directions.append((to_r(at_c), to_c(at_r)))
     p = np.zeros(y.size)
     samples = result.samples[-MAX_SAMPLES:]
     for R, C, lam in samples:

@@ -67,6 +67,19 @@ def prepare(X, test, mask, symmetric, model, m_step) -> FitData:
     return data
 
 
+def _check_values(values):
+    """``ValueError`` unless the entries ``values`` (a sparse matrix's stored ones or a dense array) are
+    numbers or booleans, all 0 or 1."""
+    if values.dtype.kind not in "biuf":
+        raise ValueError(f"X must be numeric or boolean, got dtype {values.dtype}")
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        raise ValueError("X contains NaN; a binary matrix must hold only 0 and 1")
+    bad = (values != 0) & (values != 1)
+    if bad.any():
+        raise ValueError(f"X must be binary (0/1); found {int(bad.sum())} entries with other values, "
+                         f"e.g. {values[bad][0]!r}")
+
+
 def prepare_matrix(X):
     """Validate a binary matrix and return (I, J, rows, cols) of its ones in CSR order."""
     if sp.issparse(X):
@@ -76,14 +89,7 @@ def prepare_matrix(X):
         # duplicates up: check the entries as the user wrote them, then refuse repeated ones
         Xo = sp.coo_matrix(X, copy=True)
         data = Xo.data
-        if data.dtype.kind not in "biuf":
-            raise ValueError(f"X must be numeric, got dtype {data.dtype}")
-        if data.dtype.kind == "f" and np.isnan(data).any():
-            raise ValueError("X contains NaN; a binary matrix must hold only 0 and 1")
-        bad = (data != 0) & (data != 1)
-        if bad.any():
-            raise ValueError(f"X must be binary (0/1); found {int(bad.sum())} entries with other values, "
-                             f"e.g. {data[bad][0]!r}")
+        _check_values(data)
         stored = data != 0
         key = Xo.row[stored].astype(np.int64) * Xo.shape[1] + Xo.col[stored]
         uniq, first, times = np.unique(key, return_index=True, return_counts=True)
@@ -104,14 +110,7 @@ def prepare_matrix(X):
         A = np.asarray(X)
         if A.ndim != 2:
             raise ValueError(f"X must be a 2-d matrix, got shape {A.shape}")
-        if A.dtype.kind not in "biuf":
-            raise ValueError(f"X must be numeric or boolean, got dtype {A.dtype}")
-        if A.dtype.kind == "f" and np.isnan(A).any():
-            raise ValueError("X contains NaN; a binary matrix must hold only 0 and 1")
-        bad = (A != 0) & (A != 1)
-        if bad.any():
-            raise ValueError(f"X must be binary (0/1); found {int(bad.sum())} entries with other values, "
-                             f"e.g. {A[bad][0]!r}")
+        _check_values(A)
         I, J = A.shape
         rows, cols = np.nonzero(A)
         rows, cols = rows.astype(np.int64), cols.astype(np.int64)
