@@ -40,8 +40,15 @@ from the default start and from the paper's. Records in ``benchmarks/starts_chap
 "network/protocol/fold/model/start" (and ".../SVD").
 
 ``--chain-seeds 2018 2019 2020`` (chapter30): chains of other seeds too (keys ".../start@seed"), and a
-second table with each fold's scores averaged over the chains first: on networks this small one chain
-of 500 sweeps per fold leaves differences of a few hundredths between starts to chance.
+second table with each fold's scores averaged over the chains first (``results.start_differences``): on
+networks this small one chain of 500 sweeps per fold leaves differences of a few hundredths between starts
+to chance. The stored records (shown in chapter 29b) hold seeds 2017-2028 (``--chain-seeds 2018 ... 2028``),
+and for Davis under the zeros protocol chains of 5000 sweeps (``--networks Davis --protocols zeros
+--models DEPM EPM --sweeps 5000 --chain-seeds 2018 2019 2020``).
+
+``--sweeps 5000`` (chapter30): chains of that many sweeps (the last half averaged; keys ".../start[@seed]~5000")
+instead of chapter 30's 500, to see whether a difference between the starts outlives the burn-in;
+``--protocols zeros`` runs one protocol only, ``--models DEPM EPM`` those models only.
 
 ``--redo START`` drops the stored records of a start first (e.g. after a change of the default; also
 "default@2018" etc.).
@@ -50,6 +57,7 @@ Usage::
     python benchmarks/bench_starts.py [--part planted|networks|chapter30|all] [--folds 0 1 2 3 4]
                                       [--out FILE] [--redo default]
                                       [--chain-seeds 2018 2019 2020] [--starts default] [--table]
+                                      [--sweeps 5000] [--protocols missing zeros] [--models DEPM EPM]
 """
 from __future__ import annotations
 
@@ -69,6 +77,7 @@ from epm_lib.experiments import cv_fold, split
 from epm_lib.baselines import score_baselines
 from epm_lib.experiments import hold_out, pair_folds
 from epm_lib.example_networks import planted_partition
+from epm_lib.results import start_differences
 from epm_lib.starts import INITS, choose_rank
 
 MODELS = [("IDEPM", None), ("DEPM", 100), ("EPM", 100)]
@@ -120,6 +129,12 @@ def main(argv=None):
     ap.add_argument("--starts", nargs="+", default=None, help="--part networks/chapter30: only these starts")
     ap.add_argument("--chain-seeds", type=int, nargs="+", default=[],
                     help="--part chapter30: chains of these seeds too (keys '...@seed'), beside the chapter's 2017")
+    ap.add_argument("--sweeps", type=int, default=CH30_SWEEPS,
+                    help="--part chapter30: sweeps of each chain (keys '...~N' unless chapter 30's 500)")
+    ap.add_argument("--protocols", nargs="+", choices=CH30_PROTOCOLS, default=list(CH30_PROTOCOLS),
+                    help="--part chapter30: only these protocols")
+    ap.add_argument("--models", nargs="+", choices=CH30_MODELS, default=list(CH30_MODELS),
+                    help="--part chapter30: only these models")
     ap.add_argument("--table", action="store_true", help="only print the tables of the stored records")
     args = ap.parse_args(argv)
     parts = list(OUTS) if args.part == "all" else [args.part]
@@ -310,6 +325,8 @@ def network_table(results, names, folds):
 # ----------------------------------------------------------------------------------------------
 
 CH30_SEED = 2017
+CH30_SWEEPS = 500
+CH30_PROTOCOLS = ("missing", "zeros")
 CH30_MODELS = {"IDEPM": dict(split_merge=20), "DEPM": dict(T=32, split_merge=20), "EPM": dict(T=32)}
 CH30_METRICS = ("tdauc_pr", "tdauc_roc", "tdll")
 
@@ -335,27 +352,28 @@ def run_chapter30(results, out, args):
                 if f not in args.folds:
                     continue
                 X, test, miss = hold_out(M, fold, symmetric=undirected)
-                for protocol in ("missing", "zeros"):
+                for protocol in args.protocols:
                     mask = miss if protocol == "missing" else None
                     key = f"{name}/{protocol}/{f}/SVD"
                     if key not in results:
                         b = score_baselines(X, test, mask=mask, seed=CH30_SEED, k="auto", symmetric=undirected)
                         results[key] = {m: {k: float(v) for k, v in d.items()} for m, d in b.items()}
                         _save(results, out)
-                    for model, kw in CH30_MODELS.items():
+                    for model, kw in [(m, k) for m, k in CH30_MODELS.items() if m in args.models]:
                         for start in [st for st in ("default", "paper") if args.starts is None or st in args.starts]:
                             for seed in [CH30_SEED, *args.chain_seeds]:
-                                key = f"{name}/{protocol}/{f}/{model}/{start}" + _seed_tag(seed)
+                                key = f"{name}/{protocol}/{f}/{model}/{start}" + _seed_tag(seed) + _sweeps_tag(args.sweeps)
                                 if key in results:
                                     continue
                                 t0 = time.perf_counter()
-                                r = fit(X, model, symmetric=undirected, test=test, mask=mask, n_iter=500, n_avg=250,
+                                r = fit(X, model, symmetric=undirected, test=test, mask=mask, n_iter=args.sweeps,
+                                        n_avg=args.sweeps // 2,
                                         seed=seed, **kw, **_start_options(model, start, None))
                                 results[key] = dict(_record(r, t0), init=r.settings["init"])
                                 _save(results, out)
-    chapter30_table(results, names, args.folds)
+    chapter30_table(results, names, args.folds, sweeps=args.sweeps)
     if args.chain_seeds:
-        chapter30_table(results, names, args.folds, seeds=[CH30_SEED, *args.chain_seeds])
+        chapter30_table(results, names, args.folds, seeds=[CH30_SEED, *args.chain_seeds], sweeps=args.sweeps)
 
 
 def _seed_tag(seed):
@@ -363,39 +381,28 @@ def _seed_tag(seed):
     return "" if seed == CH30_SEED else f"@{seed}"
 
 
-def _chain_mean(results, key, seeds):
-    """The record of ``key`` (seeds: the mean of the metrics over the chains of those seeds; None
-    unless every one is stored)."""
-    recs = [results.get(key + _seed_tag(s)) for s in seeds]
-    if not all(recs):
-        return None
-    return {m: float(np.mean([r[m] for r in recs])) for m in (*CH30_METRICS, "K_start")}
+def _sweeps_tag(sweeps):
+    """Chains of chapter 30's 500 sweeps have no tag in a key; others "~sweeps"."""
+    return "" if sweeps == CH30_SWEEPS else f"~{sweeps}"
 
 
-def chapter30_table(results, names, folds, seeds=(CH30_SEED,)):
+def chapter30_table(results, names, folds, seeds=(CH30_SEED,), sweeps=CH30_SWEEPS):
     """Default start minus the paper's, per network, protocol, model and metric: the mean of the
     paired differences over the folds, its SE, and the two means (``seeds``: each fold's scores
-    averaged over the chains of these seeds first)."""
-    print(f"\nchapter 30's protocol, folds {list(folds)}, chains of seeds {list(seeds)} (averaged per fold): "
-          f"default - paper (mean ± SE of the paired differences, '-' below 0, '!' below -2 SE; means default / "
-          f"paper); K_start of the default per fold")
-    for name in names:
-        for protocol in ("missing", "zeros"):
-            for model in CH30_MODELS:
-                recs = [(_chain_mean(results, f"{name}/{protocol}/{f}/{model}/default", seeds),
-                         _chain_mean(results, f"{name}/{protocol}/{f}/{model}/paper", seeds)) for f in folds]
-                recs = [(a, b) for a, b in recs if a and b]
-                if not recs:
-                    continue
-                cells = []
-                for m in CH30_METRICS:
-                    d = np.array([a[m] - b[m] for a, b in recs])
-                    se = d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else np.nan
-                    flag = "!" if d.mean() < -2 * se else ("-" if d.mean() < 0 else " ")
-                    cells.append(f"{m} {d.mean():+.3f}±{se:.3f}{flag}({np.mean([a[m] for a, _ in recs]):.3f} / "
-                                 f"{np.mean([b[m] for _, b in recs]):.3f})")
-                ks = ",".join(f"{a['K_start']:g}" for a, _ in recs)
-                print(f"{name:8s} {protocol:7s} {model:5s} " + "  ".join(cells) + f"  K_start {ks}")
+    averaged over the chains of these seeds first; ``results.start_differences``)."""
+    print(f"\nchapter 30's protocol, {sweeps} sweeps, folds {list(folds)}, chains of seeds {list(seeds)} (averaged per "
+          f"fold): default - paper (mean ± SE of the paired differences, '-' below 0, '!' below -2 SE; means default / "
+          f"paper)")
+    diffs = start_differences({k: v for k, v in results.items() if int(k.split("/")[2]) in folds}, seeds, sweeps)
+    for (name, protocol, model), cell in sorted(diffs.items(), key=lambda kv: (names.index(kv[0][0]), kv[0][1:])
+                                                if kv[0][0] in names else (len(names), kv[0])):
+        if name not in names:
+            continue
+        parts = []
+        for m, (d, se, _n, a, b) in cell.items():
+            flag = "!" if d < -2 * se else ("-" if d < 0 else " ")
+            parts.append(f"{m} {d:+.3f}±{se:.3f}{flag}({a:.3f} / {b:.3f})")
+        print(f"{name:8s} {protocol:7s} {model:5s} " + "  ".join(parts) + f"  folds {cell['tdll'][2]}")
 
 
 if __name__ == "__main__":

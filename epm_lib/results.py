@@ -488,6 +488,44 @@ def network_scores(bench, metric="tdauc_pr"):
     return {n: {k: dict(sorted(v.items())) for k, v in sorted(d.items())} for n, d in out.items()}
 
 
+#: chapter 30's metrics in ``benchmarks/starts_chapter30.json``, in the order its tables show them
+START_METRICS = ("tdauc_pr", "tdauc_roc", "tdll")
+
+
+def start_differences(bench, seeds, sweeps=500, metrics=START_METRICS):
+    """Default start minus the paper's on chapter 30's networks (``benchmarks/bench_starts.py --part
+    chapter30``; its ``starts_chapter30.json`` as a dict, keys "network/protocol/fold/model/start" with
+    "@seed" for chains of seeds other than 2017 and "~sweeps" for chains other than 500 sweeps long):
+    each fold's scores averaged over the chains of ``seeds`` first (a fold counts only when every chain
+    of both starts is stored), then the paired differences over the folds.
+
+    Returns {(network, protocol, model): {metric: (mean difference, SE, folds, mean default, mean
+    paper)}}, in the records' order."""
+    def tag(start, seed):
+        return start + ("" if seed == 2017 else f"@{seed}") + ("" if sweeps == 500 else f"~{sweeps}")
+
+    out = {}
+    cells = dict.fromkeys(tuple(k.split("/")[i] for i in (0, 1, 3)) for k in bench
+                          if k.count("/") == 4 and k.split("/")[3] != "SVD")
+    for net, protocol, model in cells:
+        per_fold = {}
+        for f in sorted({int(k.split("/")[2]) for k in bench if k.startswith(f"{net}/{protocol}/")}):
+            base = f"{net}/{protocol}/{f}/{model}/"
+            recs = {st: [bench.get(base + tag(st, s)) for s in seeds] for st in ("default", "paper")}
+            if all(r is not None for rs in recs.values() for r in rs):
+                per_fold[f] = {st: {m: float(np.mean([r[m] for r in rs])) for m in metrics}
+                               for st, rs in recs.items()}
+        if per_fold:
+            out[(net, protocol, model)] = {}
+            for m in metrics:
+                d, se, n = paired({f: v["default"][m] for f, v in per_fold.items()},
+                                  {f: v["paper"][m] for f, v in per_fold.items()})
+                out[(net, protocol, model)][m] = (float(d), float(se), int(n),
+                                                  float(np.mean([v["default"][m] for v in per_fold.values()])),
+                                                  float(np.mean([v["paper"][m] for v in per_fold.values()])))
+    return out
+
+
 def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):
     """The paper's 600-sweep protocol beside the converged one, per (model, T) that has converged
     records, on the folds those records have: for K, TDLL and TDAUC-PR the fold means under both

@@ -489,3 +489,30 @@ def test_network_scores_reads_the_networks_benchmark():
         for m in ("IDEPM", "DEPM", "EPM"):
             assert len(labels[f"{m}/default"]) == 5 and len(labels[f"{m}/truth"]) == 5, (net, m)
         assert len(labels["SVD"]) == 5
+
+
+def test_start_differences_pairs_folds_after_averaging_chains():
+    """start_differences: each fold's chains (seed 2017 untagged, others '@seed', other lengths '~sweeps')
+    averaged per start first, then default - paper paired over the folds that have every chain; SVD records
+    and folds with a chain missing are left out."""
+    from epm_lib.results import start_differences
+
+    def rec(v):
+        return {"tdauc_pr": v, "tdauc_roc": v / 2, "tdll": -v}
+
+    bench = {"n/zeros/0/SVD": {"svd-auto": rec(0.9)},
+             "n/zeros/0/EPM/default": rec(0.5), "n/zeros/0/EPM/default@2018": rec(0.7),
+             "n/zeros/0/EPM/paper": rec(0.4), "n/zeros/0/EPM/paper@2018": rec(0.4),
+             "n/zeros/1/EPM/default": rec(0.3), "n/zeros/1/EPM/default@2018": rec(0.3),
+             "n/zeros/1/EPM/paper": rec(0.2), "n/zeros/1/EPM/paper@2018": rec(0.4),
+             "n/zeros/2/EPM/default": rec(0.3), "n/zeros/2/EPM/paper": rec(0.3),       # no @2018 chains
+             "n/zeros/0/EPM/default~5000": rec(0.1), "n/zeros/0/EPM/paper~5000": rec(0.2)}
+    got = start_differences(bench, seeds=(2017, 2018))
+    assert list(got) == [("n", "zeros", "EPM")]
+    d, se, n, a, b = got[("n", "zeros", "EPM")]["tdauc_pr"]
+    assert n == 2 and d == pytest.approx(0.1) and se == pytest.approx(0.1) and (a, b) == pytest.approx((0.45, 0.35))
+    assert got[("n", "zeros", "EPM")]["tdll"][0] == pytest.approx(-0.1)
+    assert start_differences(bench, seeds=(2017,))[("n", "zeros", "EPM")]["tdauc_pr"][:3] == \
+        pytest.approx((0.2 / 3, np.std([0.1, 0.1, 0.0], ddof=1) / np.sqrt(3), 3))
+    long = start_differences(bench, seeds=(2017,), sweeps=5000)[("n", "zeros", "EPM")]["tdauc_pr"]
+    assert long[:3] == pytest.approx((-0.1, np.nan, 1), nan_ok=True)
