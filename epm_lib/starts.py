@@ -112,7 +112,7 @@ likelihood) is kept. Random starts often reach the same optimum, their log-likel
 BLAS, so that choice is the same on every machine. The NNDSVDa start alone comes from LAPACK (its last
 bits can differ between CPUs and BLAS builds): on chapter 30's three networks and the planted partition
 (5 folds, K = 2-12, 135 fits) its log-likelihood was never within 4.8e-13 (relative) of the best
-random start's, several hundred times the rounding differences of a BLAS.
+random start's, far above the last-bit differences a BLAS leaves (about 1e-16 relative per number).
 
 Undirected networks: X is symmetric and the model is the bipartite one fitted to both
 directions; the start uses one factor for rows and columns, phi = psi = the average of
