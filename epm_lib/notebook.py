@@ -22,7 +22,7 @@ import math
 import numbers
 import os
 
-__all__ = ["versions", "import_arviz", "quiet_first_run", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies", "key_result"]
+__all__ = ["book_style", "versions", "import_arviz", "quiet_first_run", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies", "key_result"]
 
 INJECTED_HEADER = "# Parameters"
 
@@ -192,6 +192,22 @@ def check_parameters(namespace, /, **specs):
             raise ValueError(f"parameter {name} is not defined (check_parameters lists a name "
                              "that the parameters cell does not set)")
         spec.check(name, namespace[name], namespace)
+
+
+#: the rcParams of every chapter's figures (STYLE.md: 150 dpi, text at 10 pt, legends as large)
+BOOK_RC = {"figure.dpi": 150, "savefig.dpi": 150, "font.size": 10, "legend.fontsize": 10}
+
+
+def book_style() -> list:
+    """Set the book's figure style (``BOOK_RC``) and return its colour-blind-safe palette
+    (``results.OKABE_ITO``, Okabe & Ito, as a new list). A chapter's setup cell calls it once, after
+    ``%matplotlib inline`` (the inline backend sets its own ``figure.dpi`` when it is switched on):
+    ``OKABE_ITO = book_style()``."""
+    import matplotlib.pyplot as plt
+
+    from .results import OKABE_ITO
+    plt.rcParams.update(BOOK_RC)
+    return list(OKABE_ITO)
 
 
 def versions(*extra) -> str:

@@ -192,3 +192,27 @@ def test_key_result_stores_plain_rounded_values(monkeypatch):
     for bad, digits in ((float("nan"), 2), (np.inf, 1), ([1, 2], None), (2.5, None)):
         with pytest.raises(ValueError, match="key_result"):
             key_result("x", bad, digits)
+
+
+def test_book_style_sets_the_figure_style_and_returns_the_palette():
+    """book_style: the chapters' one setup call sets BOOK_RC and hands back the Okabe-Ito palette as a
+    fresh list (a chapter may extend its copy without touching the library's)."""
+    import matplotlib.pyplot as plt
+    from epm_lib.notebook import BOOK_RC, book_style
+    from epm_lib.results import OKABE_ITO
+
+    with plt.rc_context({"figure.dpi": 72, "font.size": 14}):    # leaves the process's rcParams as they were
+        pal = book_style()
+        assert all(plt.rcParams[k] == v for k, v in BOOK_RC.items())
+        assert pal == list(OKABE_ITO) and len(pal) == 7
+        pal.append("#999999")
+        assert book_style() == list(OKABE_ITO)
+
+
+def test_every_chapter_sets_the_style_through_book_style():
+    """No chapter pastes the palette or the rcParams any more: setup cells call book_style()."""
+    import json
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted((root / "chapters").glob("*.ipynb")):
+        src = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
+        assert 'OKABE_ITO = ["#' not in src and "rcParams.update" not in src, path.name
