@@ -77,7 +77,7 @@ from epm_lib.experiments import cv_fold, split
 from epm_lib.baselines import score_baselines
 from epm_lib.experiments import hold_out, pair_folds
 from epm_lib.example_networks import planted_partition
-from epm_lib.results import start_differences
+from epm_lib.results import START_SEED, START_SWEEPS, start_differences, start_tag
 from epm_lib.starts import INITS, choose_rank
 
 MODELS = [("IDEPM", None), ("DEPM", 100), ("EPM", 100)]
@@ -324,11 +324,9 @@ def network_table(results, names, folds):
 # --part chapter30: chapter 30's networks and protocol, default start against the paper's
 # ----------------------------------------------------------------------------------------------
 
-CH30_SEED = 2017
-CH30_SWEEPS = 500
+CH30_SEED, CH30_SWEEPS = START_SEED, START_SWEEPS
 CH30_PROTOCOLS = ("missing", "zeros")
 CH30_MODELS = {"IDEPM": dict(split_merge=20), "DEPM": dict(T=32, split_merge=20), "EPM": dict(T=32)}
-CH30_METRICS = ("tdauc_pr", "tdauc_roc", "tdll")
 
 
 def chapter30_networks():
@@ -362,7 +360,7 @@ def run_chapter30(results, out, args):
                     for model, kw in [(m, k) for m, k in CH30_MODELS.items() if m in args.models]:
                         for start in [st for st in ("default", "paper") if args.starts is None or st in args.starts]:
                             for seed in [CH30_SEED, *args.chain_seeds]:
-                                key = f"{name}/{protocol}/{f}/{model}/{start}" + _seed_tag(seed) + _sweeps_tag(args.sweeps)
+                                key = f"{name}/{protocol}/{f}/{model}/" + start_tag(start, seed, args.sweeps)
                                 if key in results:
                                     continue
                                 t0 = time.perf_counter()
@@ -376,16 +374,6 @@ def run_chapter30(results, out, args):
         chapter30_table(results, names, args.folds, seeds=[CH30_SEED, *args.chain_seeds], sweeps=args.sweeps)
 
 
-def _seed_tag(seed):
-    """Chapter 30's own seed has no tag in a key; the other chains' seeds "@seed"."""
-    return "" if seed == CH30_SEED else f"@{seed}"
-
-
-def _sweeps_tag(sweeps):
-    """Chains of chapter 30's 500 sweeps have no tag in a key; others "~sweeps"."""
-    return "" if sweeps == CH30_SWEEPS else f"~{sweeps}"
-
-
 def chapter30_table(results, names, folds, seeds=(CH30_SEED,), sweeps=CH30_SWEEPS):
     """Default start minus the paper's, per network, protocol, model and metric: the mean of the
     paired differences over the folds, its SE, and the two means (``seeds``: each fold's scores
@@ -394,10 +382,8 @@ def chapter30_table(results, names, folds, seeds=(CH30_SEED,), sweeps=CH30_SWEEP
           f"fold): default - paper (mean ± SE of the paired differences, '-' below 0, '!' below -2 SE; means default / "
           f"paper)")
     diffs = start_differences({k: v for k, v in results.items() if int(k.split("/")[2]) in folds}, seeds, sweeps)
-    for (name, protocol, model), cell in sorted(diffs.items(), key=lambda kv: (names.index(kv[0][0]), kv[0][1:])
-                                                if kv[0][0] in names else (len(names), kv[0])):
-        if name not in names:
-            continue
+    shown = [(key, cell) for key, cell in diffs.items() if key[0] in names]
+    for (name, protocol, model), cell in sorted(shown, key=lambda kc: (names.index(kc[0][0]), kc[0][1:])):
         parts = []
         for m, (d, se, _n, a, b) in cell.items():
             flag = "!" if d < -2 * se else ("-" if d < 0 else " ")

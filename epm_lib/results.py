@@ -490,20 +490,25 @@ def network_scores(bench, metric="tdauc_pr"):
 
 #: chapter 30's metrics in ``benchmarks/starts_chapter30.json``, in the order its tables show them
 START_METRICS = ("tdauc_pr", "tdauc_roc", "tdll")
+#: chapter 30's seed and chain length: records of other seeds or lengths carry a tag (``start_tag``)
+START_SEED, START_SWEEPS = 2017, 500
 
 
-def start_differences(bench, seeds, sweeps=500, metrics=START_METRICS):
+def start_tag(start, seed=START_SEED, sweeps=START_SWEEPS):
+    """The last part of a ``starts_chapter30.json`` key: the start, then "@seed" unless chapter 30's
+    seed and "~sweeps" unless its 500 sweeps (``benchmarks/bench_starts.py`` writes it, and
+    :func:`start_differences` reads it)."""
+    return start + ("" if seed == START_SEED else f"@{seed}") + ("" if sweeps == START_SWEEPS else f"~{sweeps}")
+
+
+def start_differences(bench, seeds, sweeps=START_SWEEPS, metrics=START_METRICS):
     """Default start minus the paper's on chapter 30's networks (``benchmarks/bench_starts.py --part
-    chapter30``; its ``starts_chapter30.json`` as a dict, keys "network/protocol/fold/model/start" with
-    "@seed" for chains of seeds other than 2017 and "~sweeps" for chains other than 500 sweeps long):
+    chapter30``; its ``starts_chapter30.json`` as a dict, keys "network/protocol/fold/model/" + :func:`start_tag`):
     each fold's scores averaged over the chains of ``seeds`` first (a fold counts only when every chain
     of both starts is stored), then the paired differences over the folds.
 
     Returns {(network, protocol, model): {metric: (mean difference, SE, folds, mean default, mean
     paper)}}, in the records' order."""
-    def tag(start, seed):
-        return start + ("" if seed == 2017 else f"@{seed}") + ("" if sweeps == 500 else f"~{sweeps}")
-
     out = {}
     cells = dict.fromkeys(tuple(k.split("/")[i] for i in (0, 1, 3)) for k in bench
                           if k.count("/") == 4 and k.split("/")[3] != "SVD")
@@ -511,7 +516,7 @@ def start_differences(bench, seeds, sweeps=500, metrics=START_METRICS):
         per_fold = {}
         for f in sorted({int(k.split("/")[2]) for k in bench if k.startswith(f"{net}/{protocol}/")}):
             base = f"{net}/{protocol}/{f}/{model}/"
-            recs = {st: [bench.get(base + tag(st, s)) for s in seeds] for st in ("default", "paper")}
+            recs = {st: [bench.get(base + start_tag(st, s, sweeps)) for s in seeds] for st in ("default", "paper")}
             if all(r is not None for rs in recs.values() for r in rs):
                 per_fold[f] = {st: {m: float(np.mean([r[m] for r in rs])) for m in metrics}
                                for st, rs in recs.items()}

@@ -516,3 +516,16 @@ def test_start_differences_pairs_folds_after_averaging_chains():
         pytest.approx((0.2 / 3, np.std([0.1, 0.1, 0.0], ddof=1) / np.sqrt(3), 3))
     long = start_differences(bench, seeds=(2017,), sweeps=5000)[("n", "zeros", "EPM")]["tdauc_pr"]
     assert long[:3] == pytest.approx((-0.1, np.nan, 1), nan_ok=True)
+
+
+def test_start_tag_is_the_benchmarks_key_convention():
+    """start_tag: chapter 30's seed and 500 sweeps untagged; other seeds '@seed', other lengths '~sweeps';
+    every stored record of starts_chapter30.json ends in one."""
+    import json
+    from epm_lib.results import start_tag
+
+    assert start_tag("default") == "default" and start_tag("paper", 2018) == "paper@2018"
+    assert start_tag("default", 2017, 5000) == "default~5000" and start_tag("paper", 2019, 5000) == "paper@2019~5000"
+    bench = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "starts_chapter30.json").read_text())
+    tags = {start_tag(st, s, n) for st in ("default", "paper") for s in range(2017, 2029) for n in (500, 5000)}
+    assert all(k.rsplit("/", 1)[1] in tags for k in bench if k.count("/") == 4 and k.split("/")[3] != "SVD")
