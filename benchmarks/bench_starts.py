@@ -50,11 +50,23 @@ and for Davis under the zeros protocol chains of 5000 sweeps (``--networks Davis
 instead of chapter 30's 500, to see whether a difference between the starts outlives the burn-in;
 ``--protocols zeros`` runs one protocol only, ``--models DEPM EPM`` those models only.
 
+``--part holds`` (issue 20's item 2: which burn-in hold works across networks and models): the paper's
+start (``init="paper"``, the IDEPM's "random" over 100 atoms) with each schedule of ``HOLDS``
+(``hold=(sweeps, cap)``: the shape parameters capped at ``cap`` for the first ``sweeps`` sweeps, the
+exact kernel after) on the five networks of ``--part networks`` (same folds, fits and seed; their
+unheld paper's start is in ``starts_networks.json``), and on toy90 (folds 0-2, 600 sweeps, as
+``--part planted``; with the unheld paper's start beside, key "toy90/fold/model/paper"), where the
+blocks overlap and sharp atoms could cost; and the data's start with the hold ``DATA_HOLD``
+(key ".../data+hold300x0.1"; unheld, "default" in ``starts_networks.json``, toy90's ".../data" here).
+Records in ``benchmarks/starts_holds.json``, key "network/fold/model/hold<sweeps>x<cap>". Saving merges with what is on disk under a lock, so two
+processes (``--networks planted unequal sparse`` and ``--networks lfr-docs lfr toy90``) can fill one
+file on two cores.
+
 ``--redo START`` drops the stored records of a start first (e.g. after a change of the default; also
 "default@2018" etc.).
 Usage::
 
-    python benchmarks/bench_starts.py [--part planted|networks|chapter30|all] [--folds 0 1 2 3 4]
+    python benchmarks/bench_starts.py [--part planted|networks|chapter30|holds|all] [--folds 0 1 2 3 4]
                                       [--out FILE] [--redo default]
                                       [--chain-seeds 2018 2019 2020] [--starts default] [--table]
                                       [--sweeps 5000] [--protocols missing zeros] [--models DEPM EPM]
@@ -62,6 +74,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import time
 from pathlib import Path
@@ -98,8 +111,19 @@ def planted_network():
     return planted_partition()
 
 
-def _save(results, out):
-    atomic_write_text(out, json.dumps(results, indent=1, sort_keys=True))
+def _save(results, out, merge=True):
+    """Write ``results`` to ``out`` atomically. ``merge``: first add the records another process
+    wrote to ``out`` meanwhile (under an exclusive lock on ``out`` + ".lock"), so that two processes
+    can fill one file; ``results`` then holds them too. ``--redo`` saves with ``merge=False``."""
+    if not merge:
+        atomic_write_text(out, json.dumps(results, indent=1, sort_keys=True))
+        return
+    with open(str(out) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if Path(out).exists():
+            on_disk = json.loads(Path(out).read_text())
+            results.update({k: v for k, v in on_disk.items() if k not in results})
+        atomic_write_text(out, json.dumps(results, indent=1, sort_keys=True))
 
 
 def _baselines_once(results, key, X, test, mask, out):
@@ -116,14 +140,15 @@ def _record(r, t0):
                 seconds=time.perf_counter() - t0, hyper_last={n: float(v[-1]) for n, v in r.hyper.items()})
 
 
-OUTS = {"planted": "starts_planted.json", "networks": "starts_networks.json", "chapter30": "starts_chapter30.json"}
+OUTS = {"planted": "starts_planted.json", "networks": "starts_networks.json", "chapter30": "starts_chapter30.json",
+        "holds": "starts_holds.json"}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", choices=[*OUTS, "all"], default="all")
     ap.add_argument("--folds", type=int, nargs="+", default=list(range(5)))
-    ap.add_argument("--networks", nargs="+", default=None, help="--part networks/chapter30: only these")
+    ap.add_argument("--networks", nargs="+", default=None, help="--part networks/chapter30/holds: only these")
     ap.add_argument("--out", type=Path, default=None, help="the JSON file of a single part")
     ap.add_argument("--redo", nargs="+", default=(), help="drop the stored records of these starts first")
     ap.add_argument("--starts", nargs="+", default=None, help="--part networks/chapter30: only these starts")
@@ -145,8 +170,9 @@ def main(argv=None):
         results = json.loads(out.read_text()) if out.exists() else {}
         if args.redo:
             results = {k: v for k, v in results.items() if k.rsplit("/", 1)[-1] not in args.redo}
-            _save(results, out)
-        {"planted": run_planted, "networks": run_networks, "chapter30": run_chapter30}[part](results, out, args)
+            _save(results, out, merge=False)
+        {"planted": run_planted, "networks": run_networks, "chapter30": run_chapter30,
+         "holds": run_holds}[part](results, out, args)
 
 
 def run_planted(results, out, args):
@@ -389,6 +415,95 @@ def chapter30_table(results, names, folds, seeds=(CH30_SEED,), sweeps=CH30_SWEEP
             flag = "!" if d < -2 * se else ("-" if d < 0 else " ")
             parts.append(f"{m} {d:+.3f}±{se:.3f}{flag}({a:.3f} / {b:.3f})")
         print(f"{name:8s} {protocol:7s} {model:5s} " + "  ".join(parts) + f"  folds {cell['tdll'][2]}")
+
+
+# ----------------------------------------------------------------------------------------------
+# --part holds: burn-in hold schedules from the paper's start, across networks and models
+# ----------------------------------------------------------------------------------------------
+
+#: (sweeps, cap): how long and how low the shape parameters are held; (300, 0.1) is chapter 29b's
+HOLDS = ((50, 0.1), (100, 0.1), (300, 0.1), (600, 0.1), (300, 0.03), (300, 0.3), (300, 1.0))
+#: the data's start is also run with this hold (key "data+hold300x0.1"); unheld, it is "default" in
+#: starts_networks.json, and toy90's "data" here
+DATA_HOLD = (300, 0.1)
+
+
+def hold_tag(hold):
+    """The start's name in the records: 'hold<sweeps>x<cap>', e.g. 'hold300x0.1'."""
+    return f"hold{hold[0]}x{hold[1]:g}"
+
+
+def run_holds(results, out, args):
+    names = args.networks or [*NETWORKS, "toy90"]
+    unknown = [n for n in names if n not in NETWORKS and n != "toy90"]
+    if unknown:
+        raise SystemExit(f"--part holds: unknown network(s) {unknown}; choose from {[*NETWORKS, 'toy90']}")
+    if not args.table:
+        runs = [("paper", hold) for hold in HOLDS] + [("data", DATA_HOLD)]
+        for init, hold in runs:                   # every network at one schedule before the next
+            tag = hold_tag(hold) if init == "paper" else "data+" + hold_tag(hold)
+            for name in names:
+                if name == "toy90":
+                    _toy90_holds(results, out, hold, init)
+                    continue
+                A, _labels_ = community_network(name)
+                folds = pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)
+                for f in args.folds:
+                    X, test, mask = hold_out(A, folds[f], symmetric=True)
+                    for model, T in MODELS:
+                        key = f"{name}/{f}/{model}/{tag}"
+                        if key in results:
+                            continue
+                        t0 = time.perf_counter()
+                        r = fit(X, model, T=T, test=test, mask=mask, symmetric=True, n_iter=N_ITER, n_avg=N_AVG,
+                                seed=0, init=INITS[model][0] if init == "paper" else "data", hold=hold)
+                        results[key] = dict(_record(r, t0), init=r.settings["init"])
+                        _save(results, out)
+                        print(f"{name:8s} fold {f} {model:5s} {tag:12s} AUC-PR {r.tdauc_pr:.3f}  "
+                              f"K {r.K_mean:.1f}  {time.perf_counter() - t0:.1f} s", flush=True)
+    holds_table(results, names, args.folds)
+
+
+def _toy90_holds(results, out, hold, init="paper"):
+    """toy90's chains are 600 sweeps with the last 100 averaged: holds of more than 500 sweeps are skipped.
+    Each hold beside the unheld chain of the same start ("paper", "data")."""
+    if hold[0] > 500:
+        return
+    toy = load("toy90").X
+    pre = "" if init == "paper" else "data+"
+    for f in TOY_FOLDS:
+        X, test = split(toy, cv_fold(toy.shape, f))
+        for model, T in TOY_MODELS:
+            for start, kw in ((init, {}), (pre + hold_tag(hold), dict(hold=hold))):
+                key = f"toy90/{f}/{model}/{start}"
+                if key in results:
+                    continue
+                t0 = time.perf_counter()
+                r = fit(X, model, T=T, test=test, n_iter=600, n_avg=100, seed=f,
+                        init=INITS[model][0] if init == "paper" else "data", **kw)
+                results[key] = dict(_record(r, t0), init=r.settings["init"])
+                _save(results, out)
+                print(f"toy90    fold {f} {model:5s} {start:12s} TDLL {r.tdll:.4f}  K {r.K_mean:.1f}", flush=True)
+
+
+def holds_table(results, names, folds):
+    """Per network and model, the mean held-out AUC-PR (toy90: TDLL) over the folds of each hold
+    schedule, beside the paper's start without a hold (networks: from ``starts_networks.json``)."""
+    nets = Path(__file__).with_name(OUTS["networks"])
+    unheld = json.loads(nets.read_text()) if nets.exists() else {}
+    cols = ["paper", *map(hold_tag, HOLDS), "data", "data+" + hold_tag(DATA_HOLD)]
+    print("\nheld-out AUC-PR (toy90: TDLL), mean over the folds; the paper's start with each hold (sweeps x cap), and the data's start without and with a hold")
+    print(f"{'network':9s} {'model':9s} " + " ".join(f"{c:>12s}" for c in cols))
+    for name in names:
+        metric, fs = ("tdll", TOY_FOLDS) if name == "toy90" else ("tdauc_pr", folds)
+        for model, T in (TOY_MODELS if name == "toy90" else MODELS):
+            cells = []
+            for c in cols:
+                src = unheld if (c in ("paper", "data") and name != "toy90") else results
+                c = "default" if (c == "data" and name != "toy90") else c
+                vals = [src[k][metric] for k in (f"{name}/{f}/{model}/{c}" for f in fs) if k in src]
+                cells.append(f"{np.mean(vals):12.3f}" if len(vals) == len(fs) else f"{'-':>12s}")
+            print(f"{name:9s} {model + (f'-{T}' if T else ''):9s} " + " ".join(cells))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Usage::
 
     EPM_DATA_DIR=/path/to/data python benchmarks/start_regions.py [--starts 1 3 10 30 100 data]
         [--n-iter 1500] [--split-merge 20] [--seed 0] [--fold 0] [--thin 5]
-        [--out results/k_traces/start_regions_movielens100k.json]
+        [--hold 500 0.05] [--out results/k_traces/start_regions_movielens100k.json]
 
 MovieLens100K (``epm_lib.datasets.load("movielens100k")``, verified against its fingerprint)
 with fold 0 of the paper's ten folds held out (``cv_fold`` and ``split``, Sec. 5's protocol),
@@ -21,6 +21,11 @@ means of K, M, log joint, alpha1, alpha2 over the last quarter of the sweeps; th
 TDLL and TDAUC-PR over that quarter (``n_avg``); moves proposed and accepted; seconds. The file
 also holds the rank-normalised split-R-hat of K, TDLL and log joint over the random starts' chains (second
 halves; ``epm_lib.chains.diagnostics``). Read by ``chapters/25_idepm_start``.
+
+``--hold SWEEPS CAP``: every chain with the burn-in hold ``fit(hold=(SWEEPS, CAP))`` (alpha1,
+alpha2 capped at CAP for the first SWEEPS sweeps, the exact kernel after; it must end before the
+last quarter, which is averaged); the file is then ``start_regions_movielens100k_hold<SWEEPS>x<CAP>.json``
+unless ``--out`` is given, so the unheld chains stay where chapter 25 reads them.
 
 Each finished chain is written to the file at once (atomically); a rerun with the same settings
 skips the chains already there, so an interrupted run loses at most the chain in progress.
@@ -56,11 +61,12 @@ DEFAULT_OUT = ROOT / "results" / "k_traces" / "start_regions_movielens100k.json"
 HYPER = ("alpha1", "alpha2", "gamma0", "c0")
 
 
-def run_chain(X, test, K0, sm, n_iter, n_avg, seed, thin):
+def run_chain(X, test, K0, sm, n_iter, n_avg, seed, thin, hold=None):
     """One chain; returns (its JSON record, its FitResult)."""
     cpu0 = time.process_time()
     start = dict(init="data") if K0 == "data" else dict(K_init=K0)
-    res = epm_lib.fit(X, "IDEPM", split_merge=sm, n_iter=n_iter, n_avg=n_avg, seed=seed, test=test, **start)
+    res = epm_lib.fit(X, "IDEPM", split_merge=sm, n_iter=n_iter, n_avg=n_avg, seed=seed, test=test, hold=hold,
+                      **start)
     cpu = time.process_time() - cpu0
     for name, v in (("tdll", res.tdll_trace), ("log_joint", res.log_joint)):
         if v.shape != (n_iter,) or not np.all(np.isfinite(v)):
@@ -110,8 +116,20 @@ def main(argv=None):
     p.add_argument("--fold", type=int, default=0, help="fold of the ten held out (Sec. 5)")
     p.add_argument("--thin", type=int, default=5, help="keep every thin-th sweep in the traces")
     p.add_argument("--data-dir", default=None, help="MovieLens directory (default $EPM_DATA_DIR)")
-    p.add_argument("--out", default=str(DEFAULT_OUT), help="JSON file (written after each chain)")
+    p.add_argument("--hold", nargs=2, type=float, default=None, metavar=("SWEEPS", "CAP"),
+                   help="burn-in hold of every chain: alpha1, alpha2 at most CAP for the first SWEEPS sweeps")
+    p.add_argument("--out", default=None, help="JSON file (written after each chain; default "
+                                                "results/k_traces/start_regions_movielens100k[_hold<S>x<C>].json)")
     a = p.parse_args(argv)
+    hold = None
+    if a.hold is not None:
+        if a.hold[0] != int(a.hold[0]) or not 1 <= a.hold[0] <= a.n_iter - a.n_iter // 4 or not a.hold[1] > 0:
+            p.error(f"--hold SWEEPS CAP needs a whole number of sweeps from 1 to n_iter - n_iter // 4 = "
+                    f"{a.n_iter - a.n_iter // 4} (the last quarter is averaged) and CAP > 0; got {a.hold}")
+        hold = (int(a.hold[0]), a.hold[1])
+    if a.out is None:
+        a.out = str(DEFAULT_OUT if hold is None else
+                    DEFAULT_OUT.with_name(f"{DEFAULT_OUT.stem}_hold{hold[0]}x{hold[1]:g}.json"))
     random_starts = [k for k in a.starts if k != "data"]
     if a.thin < 1 or a.n_iter < 8 * a.thin or a.split_merge < 0 or len(set(random_starts)) < 2:
         p.error("need thin >= 1, n_iter >= 8 thin (R-hat needs four thinned draws in each chain's second half), "
@@ -125,6 +143,8 @@ def main(argv=None):
                     nnz=int(ds.X.nnz), fold=a.fold, n_folds=10, train_nnz=int(X.nnz),
                     n_test=int(test[0].size), model="IDEPM", n_iter=a.n_iter, n_avg=n_avg,
                     split_merge=a.split_merge, seed=a.seed, thin=a.thin)
+    if hold is not None:                              # absent without a hold: the stored file's settings stay valid
+        settings["hold"] = list(hold)
     out_path = Path(a.out)
     chains = {}
     if out_path.exists():                             # resume: keep the chains of the same settings
@@ -142,7 +162,7 @@ def main(argv=None):
     for K0 in a.starts:
         if str(K0) in chains:
             continue
-        rec, _ = run_chain(X, test, K0, a.split_merge, a.n_iter, n_avg, a.seed, a.thin)
+        rec, _ = run_chain(X, test, K0, a.split_merge, a.n_iter, n_avg, a.seed, a.thin, hold)
         chains[str(K0)] = rec
         write_json(out_path, dict(settings=settings, machine=machine(), chains=chains))
         print(f"K_init {K0!s:>4}: K {rec['K_mean']:5.1f}, M {rec['M_mean']:6.0f}, log joint "

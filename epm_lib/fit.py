@@ -50,6 +50,11 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None, init=None, mis
     the sampler has to *shrink* the model; a small ``K_init`` makes it grow.
     IDEPM: one customer per one of X, seated uniformly at random at
     ``K_init`` atoms.
+
+    ``init="scaled"`` (truncated models): the paper's start with its scale set by the data: the
+    same U, V (phi, psi) and K_init equal atoms, lambda multiplied so that the model's expected
+    count sum_k lambda_k (sum_i U_ik)(sum_j V_jk) equals the number of ones of X (the paper's start
+    expects I J counts from the EPM, from the DEPM one; ``chapters/29_where_a_chain_starts``).
     """
     if init == "data":
         return starts.data_start(model, rng, I, J, rows, cols, T=T, missing=missing, symmetric=symmetric)
@@ -63,11 +68,15 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None, init=None, mis
         h = np.ones(6)
         U = rng.gamma(1.0, 1.0, size=(I, T))
         V = rng.gamma(1.0, 1.0, size=(J, T))
+        if init == "scaled":
+            lam *= rows.shape[0] / float(lam @ (U.sum(axis=0) * V.sum(axis=0)))
         return dict(U=U, V=V, lam=lam, h=h)
     if model == "DEPM":
         h = np.ones(4)
         phi = rng.dirichlet(np.ones(I), size=T).T.copy()
         psi = rng.dirichlet(np.ones(J), size=T).T.copy()
+        if init == "scaled":             # the columns of phi, psi sum to 1
+            lam *= rows.shape[0] / float(lam.sum())
         return dict(phi=phi, psi=psi, lam=lam, h=h)
     h = np.ones(4)
     nnz = rows.shape[0]
@@ -381,7 +390,9 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         of atoms chosen from the singular values of X (``epm_lib.starts``); ``K_init`` must then
         not be given. "paper" (EPM, CEPM, DEPM): the gamma process's mass shared by the first
         ``K_init`` atoms, all T by default (Sec. 5's start); "random" (IDEPM): customers seated at
-        random over ``K_init`` atoms. None (the default): "data", unless ``K_init`` is given or X
+        random over ``K_init`` atoms. "scaled" (EPM, CEPM, DEPM): the paper's start with lambda
+        scaled so that the model expects as many counts as X has ones (``init_state``); with ``K_init``
+        atoms like "paper". None (the default): "data", unless ``K_init`` is given or X
         is too small to factorise (fewer than ``starts.MIN_ONES`` ones, or a single row or
         column): then "paper" ("random"). An array of group labels, one integer per row of X
         (undirected networks: per node), e.g. known communities: the chain seated at those groups
@@ -393,14 +404,18 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     hold : None, or (sweeps, cap): a burn-in hold. For the chain's first ``sweeps`` iterations,
         after each sweep the shape parameters alpha1, alpha2 (DEPM, IDEPM) or a1, a2 (EPM, CEPM)
         are capped at ``cap`` (keeps atoms sharp while the chain finds the data's structure);
-        afterwards the exact kernel runs untouched. The hold must end before the last ``n_avg``
+        afterwards the exact kernel runs untouched. Measured (``benchmarks/bench_starts.py --part
+        holds``, ``chapters/29b_checking_starts``): (300, 0.1) rescues the IDEPM's random start on
+        every network tried; from the truncated models' start on all T atoms it also freezes
+        surplus atoms as fragments (toy90), so no schedule suits every network there. The hold must end before the last ``n_avg``
         iterations (the averaged samples come from the exact kernel). Counted from the chain's
         first iteration (a resumed chain continues the count). Recorded in ``settings["hold"]``.
     K_init : number of atoms the chain starts on. IDEPM: the customers start spread over
         ``K_init`` atoms (default ``DEFAULT_K_INIT`` = 100, capped at the number of ones).
         EPM, CEPM, DEPM: 1 <= K_init <= T; the gamma process's mass starts on the first
         K_init atoms (``init_state``); default T, the paper's start (all atoms equal). Giving
-        ``K_init`` chooses that start ("paper", "random") when ``init`` is None.
+        ``K_init`` chooses that start ("paper", "random") when ``init`` is None; with
+        ``init="scaled"`` it counts that start's atoms too.
     a_update : EPM and CEPM only: "exact" (default) or "paper": the EPM's a1, a2 update as
         printed in the paper (Eq. 25, without lambda_k) and the CEPM's grid weight as printed
         (Eq. 28 without the factor (b1 + q_k)^(-m_..k)).

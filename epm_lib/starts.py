@@ -137,7 +137,7 @@ __all__ = ["choose_rank", "kl_nmf", "data_start", "factors_state", "labels_start
 
 #: the start options of ``fit(init=...)`` per model, the paper's first (``init=None``, the default,
 #: is "data" where X allows it, else the paper's)
-INITS = {"EPM": ("paper", "data"), "CEPM": ("paper", "data"), "DEPM": ("paper", "data"),
+INITS = {"EPM": ("paper", "data", "scaled"), "CEPM": ("paper", "data", "scaled"), "DEPM": ("paper", "data", "scaled"),
          "IDEPM": ("random", "data")}
 #: most singular values the rank choice computes ("a few dozen")
 K_MAX = 40

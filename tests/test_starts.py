@@ -378,3 +378,36 @@ def test_floor_leaves_larger_ranks_alone(planted):
     st = starts.data_start("DEPM", np.random.default_rng(0), I, J, rows, cols, T=40,
                            missing=(m.row.astype(np.int64), m.col.astype(np.int64)), symmetric=True)
     assert K > starts.K_FLOOR and np.count_nonzero(st["lam"]) == K
+
+
+@pytest.mark.parametrize("model,T", [m for m in ALL if m[1] is not None])
+@pytest.mark.parametrize("K_init", [None, 3])
+def test_scaled_start_expects_the_ones_of_X(model, T, K_init):
+    """init="scaled": the paper's state draw for draw (same factors, same atoms with mass), its
+    lambda multiplied so that the model's expected count equals the ones of X; "paper" expects
+    I J counts from the EPM and CEPM, one from the DEPM."""
+    X = small()
+    I, J, rows, cols = prepare_matrix(X)
+    paper = init_state(model, np.random.default_rng(4), I, J, rows, cols, T=T, K_init=K_init, init="paper")
+    scaled = init_state(model, np.random.default_rng(4), I, J, rows, cols, T=T, K_init=K_init, init="scaled")
+    R, C = ("phi", "psi") if model == "DEPM" else ("U", "V")
+
+    def expected(st):
+        return float(st["lam"] @ (st[R].sum(axis=0) * st[C].sum(axis=0)))
+    for n in (R, C, "h"):
+        assert np.array_equal(paper[n], scaled[n])
+    assert np.array_equal(paper["lam"] > 0, scaled["lam"] > 0)
+    assert np.count_nonzero(scaled["lam"]) == (T if K_init is None else K_init)
+    assert expected(scaled) == pytest.approx(rows.shape[0], rel=1e-12)
+    if model == "DEPM":
+        assert expected(paper) == pytest.approx(1.0)
+    else:                                   # U, V of mean 1, mass 1 in all: about I J counts
+        assert 0.5 * I * J < expected(paper) < 2 * I * J
+    assert _check_valid(model, T, scaled, I, J, rows.shape[0]) == np.count_nonzero(paper["lam"])
+    r = fit(X, model, T=T, n_iter=3, n_avg=1, seed=4, init="scaled", K_init=K_init)
+    assert r.settings["init"] == "scaled" and r.settings["K_start"] == np.count_nonzero(paper["lam"])
+
+
+def test_scaled_start_is_for_truncated_models():
+    with pytest.raises(ValueError, match="unknown init 'scaled' for the IDEPM.*'random', 'data'"):
+        fit(small(), "IDEPM", init="scaled")
