@@ -529,3 +529,76 @@ def test_start_tag_is_the_benchmarks_key_convention():
     bench = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "starts_chapter30.json").read_text())
     tags = {start_tag(st, s, n) for st in ("default", "paper") for s in range(2017, 2029) for n in (500, 5000)}
     assert all(k.rsplit("/", 1)[1] in tags for k in bench if k.count("/") == 4 and k.split("/")[3] != "SVD")
+
+
+def _bench_starts():
+    """benchmarks/bench_starts.py as a module (the benchmarks are scripts, not a package)."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_starts.py"
+    spec = importlib.util.spec_from_file_location("bench_starts", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_stored_hold_schedules_are_complete():
+    """benchmarks/starts_holds.json (bench_starts.py --part holds): every schedule of HOLDS from the paper's
+    start and the data's start held, five folds of each community network and model, toy90's three folds
+    (holds longer than its 500 burn-in sweeps skipped), each with finite scores; chapter 29b reads it."""
+    import json
+    from epm_lib.results import network_scores
+
+    B = _bench_starts()
+    held = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "starts_holds.json").read_text())
+    auc, tdll = network_scores(held), network_scores(held, "tdll")
+    assert set(auc) == {*B.NETWORKS, "toy90"}
+    labels = [B.hold_tag(h) for h in B.HOLDS] + ["data+" + B.hold_tag(B.DATA_HOLD)]
+    for net in B.NETWORKS:
+        for m in ("IDEPM", "DEPM", "EPM"):
+            for lab in labels:
+                assert sorted(auc[net][f"{m}/{lab}"]) == [0, 1, 2, 3, 4], (net, m, lab)
+    for m in ("IDEPM", "DEPM", "EPM"):
+        for lab in ["paper", "data", *(lab for lab, h in zip(labels, [*B.HOLDS, B.DATA_HOLD]) if h[0] <= 500)]:
+            assert sorted(tdll["toy90"][f"{m}/{lab}"]) == list(B.TOY_FOLDS), (m, lab)
+        assert f"{m}/{B.hold_tag((600, 0.1))}" not in tdll["toy90"]
+    assert all(np.isfinite(v) for d in (auc, tdll) for n in d.values() for f in n.values() for v in f.values())
+    assert B.hold_tag((300, 0.1)) == "hold300x0.1" and B.hold_tag((50, 1.0)) == "hold50x1"
+
+
+def test_bench_starts_save_merges_what_another_process_wrote(tmp_path):
+    """bench_starts._save: records another process wrote to the file meanwhile are kept (and added to the
+    caller's dict); the caller's own records win on a shared key; merge=False (--redo) overwrites."""
+    import json
+
+    B = _bench_starts()
+    out = tmp_path / "starts.json"
+    mine = {"a/0/EPM/paper": {"tdll": -1.0}}
+    B._save(mine, out)
+    other = {"b/0/EPM/paper": {"tdll": -2.0}, "a/0/EPM/paper": {"tdll": -9.0}}
+    B._save(other, out)                           # a second process, started before the first record
+    assert json.loads(out.read_text()) == {"a/0/EPM/paper": {"tdll": -9.0}, "b/0/EPM/paper": {"tdll": -2.0}}
+    mine["c/0/EPM/paper"] = {"tdll": -3.0}
+    B._save(mine, out)
+    assert json.loads(out.read_text()) == {"a/0/EPM/paper": {"tdll": -1.0}, "b/0/EPM/paper": {"tdll": -2.0},
+                                           "c/0/EPM/paper": {"tdll": -3.0}}
+    assert "b/0/EPM/paper" in mine
+    B._save({"c/0/EPM/paper": {"tdll": -3.0}}, out, merge=False)
+    assert json.loads(out.read_text()) == {"c/0/EPM/paper": {"tdll": -3.0}}
+
+
+def test_stored_epm_shedding_record():
+    """results/k_traces/epm_shedding_movielens100k.json (benchmarks/epm_shedding.py; read by chapter 29):
+    the four chains, their thinned traces whole and finite, K at the recorded sweeps equal to the trace's."""
+    import json
+
+    rec = json.loads((RESULTS / "k_traces" / "epm_shedding_movielens100k.json").read_text())
+    s = rec["settings"]
+    assert set(rec["chains"]) == {"paper-updates", "paper", "scaled", "data"} and s["T"] == 128
+    for name, c in rec["chains"].items():
+        n = s["n_iter"] // s["thin"]
+        assert c["sweep"] == list(range(s["thin"], s["n_iter"] + 1, s["thin"]))
+        for v in ("K", "tdll", "a1", "a2", "gamma0"):
+            assert len(c[v]) == n and np.all(np.isfinite(c[v])), (name, v)
+        for sweep, k in c["K_at"].items():
+            assert c["K"][c["sweep"].index(int(sweep))] == k
+        assert max(c["K"]) <= s["T"] and np.isfinite(c["tdll_final"])
