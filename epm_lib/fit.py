@@ -407,8 +407,9 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         afterwards the exact kernel runs untouched. Measured (``benchmarks/bench_starts.py --part
         holds``, ``chapters/29b_checking_starts``): (300, 0.1) rescues the IDEPM's random start on
         every network tried; from the truncated models' start on all T atoms it also freezes
-        surplus atoms as fragments (toy90), so no schedule suits every network there. The hold must end before the last ``n_avg``
-        iterations (the averaged samples come from the exact kernel). Counted from the chain's
+        surplus atoms as fragments (toy90), so no schedule suits every network there. The hold
+        must end before the last ``n_avg`` iterations (the averaged samples come from the exact
+        kernel). Counted from the chain's
         first iteration (a resumed chain continues the count). Recorded in ``settings["hold"]``.
     K_init : number of atoms the chain starts on. IDEPM: the customers start spread over
         ``K_init`` atoms (default ``DEFAULT_K_INIT`` = 100, capped at the number of ones).

@@ -411,3 +411,5 @@ def test_scaled_start_expects_the_ones_of_X(model, T, K_init):
 def test_scaled_start_is_for_truncated_models():
     with pytest.raises(ValueError, match="unknown init 'scaled' for the IDEPM.*'random', 'data'"):
         fit(small(), "IDEPM", init="scaled")
+    with pytest.raises(ValueError, match="X has no ones"):          # refused before any start is drawn
+        fit(np.zeros((4, 3), dtype=np.int8), "EPM", T=3, init="scaled")
