@@ -288,6 +288,29 @@ def _start_options(model, start, labels):
     return dict(init=labels)
 
 
+def _network_fits(results, out, name, A, fold_ids, tag, options, baselines=False):
+    """The three samplers (``MODELS``) on the given pair folds of one network, held-out pairs missing,
+    ``N_ITER`` sweeps, seed 0, with ``options(model)`` (the start, a hold), each written as
+    "name/fold/model/tag" as it finishes and skipped when already there; ``baselines``: the fold's
+    SVDs first ("name/fold/SVD")."""
+    folds = pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)
+    for f in fold_ids:
+        X, test, mask = hold_out(A, folds[f], symmetric=True)
+        if baselines:
+            _baselines_once(results, f"{name}/{f}/SVD", X, test, mask, out)
+        for model, T in MODELS:
+            key = f"{name}/{f}/{model}/{tag}"
+            if key in results:
+                continue
+            t0 = time.perf_counter()
+            r = fit(X, model, T=T, test=test, mask=mask, symmetric=True, n_iter=N_ITER, n_avg=N_AVG, seed=0,
+                    **options(model))
+            results[key] = dict(_record(r, t0), init=r.settings["init"])
+            _save(results, out)
+            print(f"{name:8s} fold {f} {model:5s} {tag:16s} AUC-PR {r.tdauc_pr:.3f}  K_start "
+                  f"{r.settings['K_start']}  K {r.K_mean:.1f}  {time.perf_counter() - t0:.1f} s", flush=True)
+
+
 def run_networks(results, out, args):
     names = args.networks or list(NETWORKS)
     if not args.table:
@@ -302,21 +325,8 @@ def run_networks(results, out, args):
         # the cheap starts first on every network, the paper's (slow where it turns to dust) last
         for start in [st for st in NET_STARTS if args.starts is None or st in args.starts]:
             for name, (A, labels) in nets.items():
-                folds = pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)
-                for f in args.folds:
-                    X, test, mask = hold_out(A, folds[f], symmetric=True)
-                    _baselines_once(results, f"{name}/{f}/SVD", X, test, mask, out)
-                    for model, T in MODELS:
-                        key = f"{name}/{f}/{model}/{start}"
-                        if key in results:
-                            continue
-                        t0 = time.perf_counter()
-                        r = fit(X, model, T=T, test=test, mask=mask, symmetric=True, n_iter=N_ITER, n_avg=N_AVG,
-                                seed=0, **_start_options(model, start, labels))
-                        results[key] = dict(_record(r, t0), init=r.settings["init"])
-                        _save(results, out)
-                        print(f"{name:8s} fold {f} {model:5s} {start:7s} AUC-PR {r.tdauc_pr:.3f}  K_start "
-                              f"{r.settings['K_start']}  K {r.K_mean:.1f}  {time.perf_counter() - t0:.1f} s", flush=True)
+                _network_fits(results, out, name, A, args.folds, start,
+                              lambda model: _start_options(model, start, labels), baselines=True)
     network_table(results, names, args.folds)
 
 
@@ -447,20 +457,8 @@ def run_holds(results, out, args):
                     _toy90_holds(results, out, hold, init)
                     continue
                 A, _labels_ = community_network(name)
-                folds = pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)
-                for f in args.folds:
-                    X, test, mask = hold_out(A, folds[f], symmetric=True)
-                    for model, T in MODELS:
-                        key = f"{name}/{f}/{model}/{tag}"
-                        if key in results:
-                            continue
-                        t0 = time.perf_counter()
-                        r = fit(X, model, T=T, test=test, mask=mask, symmetric=True, n_iter=N_ITER, n_avg=N_AVG,
-                                seed=0, init=INITS[model][0] if init == "paper" else "data", hold=hold)
-                        results[key] = dict(_record(r, t0), init=r.settings["init"])
-                        _save(results, out)
-                        print(f"{name:8s} fold {f} {model:5s} {tag:12s} AUC-PR {r.tdauc_pr:.3f}  "
-                              f"K {r.K_mean:.1f}  {time.perf_counter() - t0:.1f} s", flush=True)
+                _network_fits(results, out, name, A, args.folds, tag,
+                              lambda model: dict(init=INITS[model][0] if init == "paper" else "data", hold=hold))
     holds_table(results, names, args.folds)
 
 

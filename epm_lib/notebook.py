@@ -210,6 +210,23 @@ def book_style() -> list:
     return list(OKABE_ITO)
 
 
+def setup_chapter() -> list:
+    """A chapter's setup in one call: ``quiet_first_run()``, then figures inline (what the line
+    ``%matplotlib inline`` does, when run in IPython: a notebook or papermill kernel), then
+    ``book_style()``, in that order (the inline backend sets its own ``figure.dpi`` when it is
+    switched on, so the style comes after it). Returns the Okabe-Ito palette:
+    ``OKABE_ITO = setup_chapter()``. Outside IPython (a script) it only sets the style."""
+    quiet_first_run()
+    try:
+        from IPython import get_ipython
+    except ImportError:                  # pragma: no cover - IPython is a dependency of the book
+        get_ipython = None
+    shell = get_ipython() if get_ipython is not None else None
+    if shell is not None:
+        shell.run_line_magic("matplotlib", "inline")
+    return book_style()
+
+
 def versions(*extra) -> str:
     """The watermark line that ends a chapter: ``python X, numpy X, scipy X, numba X, epm_lib X``,
     followed by ``extra`` modules (e.g. ``networkx``) as ``name version``."""

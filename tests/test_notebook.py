@@ -216,3 +216,30 @@ def test_every_chapter_sets_the_style_through_book_style():
     for path in sorted((root / "chapters").glob("*.ipynb")):
         src = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code")
         assert 'OKABE_ITO = ["#' not in src and "rcParams.update" not in src, path.name
+
+
+def test_setup_chapter_quiets_switches_inline_then_styles(monkeypatch):
+    """setup_chapter: quiet_first_run, then '%matplotlib inline' through the IPython shell when there
+    is one, then book_style (its rcParams and palette), in that order; outside IPython only the rest."""
+    import IPython
+    import matplotlib.pyplot as plt
+    from epm_lib import notebook
+    from epm_lib.results import OKABE_ITO
+
+    calls = []
+
+    class Shell:
+        def run_line_magic(self, name, line):
+            calls.append(("magic", name, line))
+            plt.rcParams["figure.dpi"] = 72.0      # what the inline backend does when switched on
+
+    monkeypatch.setattr(notebook, "quiet_first_run", lambda: calls.append(("quiet",)))
+    monkeypatch.setattr(IPython, "get_ipython", lambda: Shell())
+    with plt.rc_context():
+        assert notebook.setup_chapter() == list(OKABE_ITO)
+        assert calls == [("quiet",), ("magic", "matplotlib", "inline")]
+        assert plt.rcParams["figure.dpi"] == notebook.BOOK_RC["figure.dpi"]    # the style after the backend
+    calls.clear()
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    with plt.rc_context():
+        assert notebook.setup_chapter() == list(OKABE_ITO) and calls == [("quiet",)]
