@@ -25,7 +25,8 @@ from .fit import concat, fit, FitResult, load_result
 from .interrupt import ignore_sigint_in_worker
 
 __all__ = ["ChainSet", "fit_chains", "to_inference_data", "diagnostics", "TRACE_NAMES",
-           "run_until_agree", "min_segment", "check_segment", "traced_names", "CheckpointError"]
+           "run_until_agree", "min_segment", "check_segment", "traced_names", "CheckpointError",
+           "check_n_jobs", "group_diagnostics"]
 
 #: The quantities traced per iteration, besides the hyperparameters of the model ("log_joint":
 #: the IDEPM only, ``FitResult.log_joint``).
@@ -412,9 +413,45 @@ def _check_var_names(var_names, model, fit_kwargs) -> tuple:
     return tuple(dict.fromkeys(var_names))
 
 
+def check_n_jobs(n_jobs, name="n_jobs") -> int:
+    """``n_jobs`` as an int if it is a joblib process count (an integer >= 1, or -1 for every
+    core), else ``ValueError`` naming ``name`` and what is allowed."""
+    if not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool) or not (n_jobs >= 1 or n_jobs == -1):
+        raise ValueError(f"{name} must be an integer >= 1 (processes) or -1 (every core), got {n_jobs!r}")
+    return int(n_jobs)
+
+
+def _advance(X, model, run, start, seed, segment, kw, parent_pid=None):
+    """One segment of one chain: ``segment`` sweeps from its start (``run`` None) or continuing
+    ``run``; in a pool's worker (``parent_pid``) Ctrl-C is left to the parent."""
+    if parent_pid is not None:
+        ignore_sigint_in_worker(parent_pid)
+    if run is None:
+        return fit(X, model, seed=seed, n_iter=segment, **_start_kwargs(start), **kw)
+    return concat(run, fit(X, model, resume=run, n_iter=segment, **kw))
+
+
+def _start_label(start) -> str:
+    return "data" if start == "data" else str(start)
+
+
+def group_diagnostics(runs, starts, var_names, burn_in=0.5) -> dict:
+    """:func:`diagnostics` within each group of chains that share a start (``"data"``, or the
+    initial number of atoms as a string) and hold at least two chains: whether the chains of one
+    region agree among themselves, whatever the other region does."""
+    out = {}
+    for label in dict.fromkeys(_start_label(s) for s in starts):
+        idx = [c for c, s in enumerate(starts) if _start_label(s) == label]
+        if len(idx) >= 2:
+            d = diagnostics(to_inference_data([runs[c] for c in idx]), burn_in=burn_in,
+                            var_names=list(var_names))
+            out[label] = {"chains": idx, **{v: d[v] for v in var_names}}
+    return out
+
+
 def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=250, max_sweeps=None,
                     cap_seconds=None, rhat=1.01, var_names=("K", "tdll"), burn_in=0.5,
-                    checkpoint=None, **fit_kwargs):
+                    checkpoint=None, n_jobs=1, **fit_kwargs):
     """Run chains from dispersed starts, segment by segment, until they agree or a cap is reached.
 
     Every chain (``starts``: their ``K_init``; ``seeds``: one each, default 0, 1, ...) runs
@@ -440,10 +477,17 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
     ``max_sweeps`` (integer >= 1), ``cap_seconds`` (positive), ``rhat`` (positive, finite) and
     ``var_names`` (a list of the model's traced variables, :func:`traced_names`).
 
+    ``n_jobs``: the chains of each segment run in that many processes (joblib; -1: every core).
+    A chain's draws depend only on its seed and start, so the chains, the checkpoints and the
+    summary are bit for bit those of ``n_jobs=1``; Ctrl-C stops the pool, and the chains saved
+    after the last whole segment stay in ``checkpoint``.
+
     Returns ``(ChainSet, summary)``; ``summary``: ``stopped`` (why), ``converged`` (bool),
-    ``sweeps`` (per chain), ``seconds`` (the largest sampler seconds of a chain), and for each
-    variable its ``rhat``, ``ess_bulk``, ``ess_tail``.
+    ``sweeps`` (per chain), ``seconds`` (the largest sampler seconds of a chain), for each
+    variable its ``rhat``, ``ess_bulk``, ``ess_tail``, and ``groups``: the same diagnostics within
+    each group of at least two chains that share a start (:func:`group_diagnostics`).
     """
+    n_jobs = check_n_jobs(n_jobs)
     starts, seeds = _check_starts_seeds(starts, seeds)
     for bad in ("K_init", "seed", "n_iter", "resume"):
         if bad in fit_kwargs:
@@ -480,10 +524,17 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
                         f"{paths[c]}: cannot be continued ({e}); {_remove_hint(folder)}", folder) from None
                 runs[c].save(paths[c])
 
-    def step(c):
-        if runs[c] is None:
-            return fit(X, model, seed=seeds[c], n_iter=segment, **_start_kwargs(starts[c]), **kw)
-        return concat(runs[c], fit(X, model, resume=runs[c], n_iter=segment, **kw))
+    parallel = None
+    if n_jobs != 1:
+        from joblib import Parallel, delayed
+        parallel = Parallel(n_jobs=min(n_jobs, len(starts)) if n_jobs > 0 else n_jobs)
+
+    def segment_all():
+        if parallel is None:
+            return [_advance(X, model, runs[c], starts[c], seeds[c], segment, kw) for c in range(len(starts))]
+        pid = os.getpid()
+        return list(parallel(delayed(_advance)(X, model, runs[c], starts[c], seeds[c], segment, kw, pid)
+                             for c in range(len(starts))))
 
     while True:
         if runs[0] is not None:
@@ -504,9 +555,10 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
                        "cap_seconds" if cap_seconds is not None and seconds >= cap_seconds else None)
             if stopped:
                 summary = dict(stopped=stopped, converged=stopped == "converged", sweeps=sweeps,
-                               seconds=seconds, **{v: d[v] for v in var_names})
+                               seconds=seconds, **{v: d[v] for v in var_names},
+                               groups=group_diagnostics(runs, starts, var_names, burn_in))
                 return ChainSet(results=runs, starts=starts, seeds=seeds, mask=kw.get("mask")), summary
-        runs = [step(c) for c in range(len(starts))]
+        runs = segment_all()
         if checkpoint is not None:
             for r, p in zip(runs, paths):
                 r.save(p)

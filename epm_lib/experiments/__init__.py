@@ -72,7 +72,7 @@ from .baselines import (BASELINE_FORMAT, baseline_path, baseline_record, load_ba
                         read_baseline, run_baselines)
 from .converged import (CONVERGED_BURN_IN, CONVERGED_FORMAT, CONVERGED_TRACE_POINTS,
                         ConvergedRun, converged_checkpoint, load_converged, read_converged,
-                        run_converged)
+                        run_converged, run_converged_runs)
 from .cli import main
 
 __all__ = [
@@ -82,6 +82,6 @@ __all__ = [
     "plan", "Plan", "run_grid", "GridReport", "GridError", "StaleResultsError",
     "load_results", "summarize", "format_summary", "main", "HELDOUT",
     "BASELINE_FORMAT", "baseline_path", "baseline_record", "read_baseline", "run_baselines",
-    "load_baselines", "CONVERGED_FORMAT", "ConvergedRun", "run_converged", "read_converged",
+    "load_baselines", "CONVERGED_FORMAT", "ConvergedRun", "run_converged", "run_converged_runs", "read_converged",
     "load_converged", "converged_checkpoint",
 ]

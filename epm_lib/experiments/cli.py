@@ -13,7 +13,8 @@ from pathlib import Path
 from .. import datasets as _datasets
 from ..fit import DEFAULT_K_INIT
 from .baselines import run_baselines
-from .converged import ConvergedRun, converged_checkpoint, read_converged, run_converged
+from .converged import (ConvergedRun, converged_checkpoint, read_converged, run_converged,
+                        run_converged_runs)
 from .grid_runner import StaleResultsError, plan, run_grid
 from .records import rhat_text
 from .runs import (DEFAULT_CV_SEED, DEFAULT_N_AVG, DEFAULT_N_FOLDS, HELDOUT, MODELS, PAPER_MODELS,
@@ -83,6 +84,10 @@ def _build_parser():
     g.add_argument("--rhat", type=float, default=1.01, help="converged: the R-hat target")
     g.add_argument("--split-merge", type=int, default=0,
                    help="converged: split-merge proposals per sweep (IDEPM, DEPM)")
+    g.add_argument("--starts", nargs="+", default=None, metavar="START",
+                   help="converged: each chain's start, an initial number of atoms or 'data' (the "
+                        "data's start), e.g. --starts data data 1 1 (default: 1 1 T T; the IDEPM 1 1 100 100); "
+                        "runs with chains from the data's start get run ids ending in -datastart-converged")
     g.add_argument("--checkpoints", metavar="DIR", default=None,
                    help="converged: folder of the checkpointed chains (default: <results>/.chains)")
     g.add_argument("--baselines", action="store_true",
@@ -102,7 +107,8 @@ def _build_parser():
     x.add_argument("--results", default="results", metavar="DIR",
                    help="results folder (default: results)")
     x.add_argument("--jobs", type=int, default=-1,
-                   help="parallel processes (default -1: all cores; 1: in this process)")
+                   help="parallel processes (default -1: all cores; 1: in this process); --converged: "
+                        "runs in parallel, each run's chains in one process")
     dask = x.add_mutually_exclusive_group()
     dask.add_argument("--dask-scheduler", metavar="ADDRESS", default=None,
                       help="run on a Dask cluster (e.g. tcp://host:8786); the workers need "
@@ -161,6 +167,8 @@ def _main_converged(args, runs) -> int:
     try:
         conv = list(dict.fromkeys(
             ConvergedRun(r.data, r.model, T=r.T, fold=r.fold, seed=r.seed, segment=args.segment,
+                         starts=None if args.starts is None else
+                         tuple(t if t == "data" else int(t) for t in args.starts),
                          max_sweeps=args.max_sweeps, cap_seconds=args.cap_seconds, rhat=args.rhat,
                          split_merge=args.split_merge if MODELS[r.model][0] in ("IDEPM", "DEPM") else 0,
                          n_folds=r.n_folds, cv_seed=r.cv_seed) for r in runs))
@@ -211,22 +219,71 @@ def _main_converged(args, runs) -> int:
         return 1
     on_stale = "recompute" if args.recompute_stale else "error"
     for c in todo:
-        try:
-            if c in stale:                         # discard the record of other data first
-                c.path(args.results).unlink(missing_ok=True)
-            rec = run_converged(c, args.results, args.checkpoints, on_stale=on_stale)
-        except (ValueError, OSError) as e:
-            print(f"error: {c.data.folder}/{c.run_id}: {_one_line(e)}", file=sys.stderr)
-            return 1
-        except Exception as e:                     # never a raw traceback: say what and where
-            print(f"error: {c.data.folder}/{c.run_id}: {type(e).__name__}: {_one_line(e)}",
-                  file=sys.stderr)
-            return 1
+        if c in stale:                             # discard the record of other data first
+            c.path(args.results).unlink(missing_ok=True)
+
+    def report(rec):
         d = rec["diagnostics"]
-        print(f"{c.data.folder}/{c.run_id}: {rec['stopped']} after {rec['sweeps']} sweeps "
+        print(f"{rec['dataset']}/{rec['run_id']}: {rec['stopped']} after {rec['sweeps']} sweeps "
               f"({rec['seconds_per_chain']:.0f} s a chain); R-hat K {rhat_text(d['K'])}, TDLL "
               f"{rhat_text(d['tdll'])}; K {rec['K_mean']:.1f}, TDLL {rec['tdll']:.5f}", flush=True)
-    return 0
+    try:
+        with _pool(args) as backend:
+            failed = run_converged_runs(todo, args.results, args.checkpoints, on_stale=on_stale,
+                                        n_jobs=args.jobs if backend is None else -1, backend=backend,
+                                        progress=not args.no_progress, on_record=report)
+    except (ValueError, OSError) as e:             # a Dask scheduler that cannot be reached
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    for key, err in failed.items():
+        print(f"error: {key}: {err}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+class _pool:
+    """``with _pool(args) as backend``: None (joblib's processes, ``--jobs``), or ``"dask"`` inside
+    ``joblib.parallel_config(backend="dask")`` with a client of ``--dask-local N`` single-threaded
+    worker processes or of the cluster at ``--dask-scheduler ADDRESS``; a scheduler that cannot be
+    reached is an ``OSError`` naming its address."""
+
+    def __init__(self, args):
+        self.args, self.cluster, self.client, self.config = args, None, None, None
+
+    def __enter__(self):
+        a = self.args
+        if not (a.dask_scheduler or a.dask_local):
+            return None
+        import joblib
+        from dask.distributed import Client, LocalCluster
+        if a.dask_local:
+            self.cluster = LocalCluster(n_workers=a.dask_local, threads_per_worker=1, processes=True,
+                                        dashboard_address=None)
+            self.client = Client(self.cluster)
+        else:
+            try:
+                self.client = Client(a.dask_scheduler, timeout=DASK_TIMEOUT)
+            except (OSError, TimeoutError, ValueError) as e:
+                raise OSError(f"cannot reach the Dask scheduler at {a.dask_scheduler} within "
+                              f"{DASK_TIMEOUT} s ({type(e).__name__}: {_one_line(e)}); start it (dask "
+                              f"scheduler) and its workers, or check the address (tcp://host:8786)") from None
+        print(f"Dask: {len(self.client.scheduler_info()['workers'])} worker(s) at "
+              f"{self.client.scheduler.address}", flush=True)
+        self.config = joblib.parallel_config(backend="dask")
+        self.config.__enter__()
+        return "dask"
+
+    def __exit__(self, *exc):
+        if self.config is not None:
+            self.config.__exit__(*exc)
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        return False
+
+
+#: Seconds to wait for a Dask scheduler (``--dask-scheduler``) before saying it cannot be reached.
+DASK_TIMEOUT = 10
 
 
 _UNSET = object()
@@ -251,7 +308,8 @@ _FLAG = {"n_iter": "--n-iter", "n_avg": "--n-avg", "jobs": "--jobs", "dask_local
          "cap_seconds": "--cap-seconds", "rhat": "--rhat", "split_merge": "--split-merge",
          "checkpoints": "--checkpoints", "models": "--models", "T": "--T", "K_init": "--K-init",
          "seeds": "--seeds", "threshold": "--threshold", "sep": "--sep", "square": "--square"}
-_CONVERGED_ONLY = ("segment", "max_sweeps", "cap_seconds", "rhat", "split_merge", "checkpoints")
+_FLAG["starts"] = "--starts"
+_CONVERGED_ONLY = ("segment", "max_sweeps", "cap_seconds", "rhat", "split_merge", "checkpoints", "starts")
 
 
 def _refuse_ignored(args, given, specs, models):
@@ -276,10 +334,6 @@ def _refuse_ignored(args, given, specs, models):
                 raise ValueError(f"{_FLAG[k]} is not used by --converged: its chains run in segments "
                                  f"(--segment) until they agree (--rhat) or a cap (--max-sweeps, "
                                  f"--cap-seconds): leave it out")
-        for k in ("jobs", "dask_local", "dask_scheduler"):
-            if k in given:
-                raise ValueError(f"{_FLAG[k]} is not used by --converged: its runs go one after the "
-                                 f"other in this process: leave it out")
         if "split_merge" in given and args.split_merge and \
                 not any(MODELS[m][0] in ("IDEPM", "DEPM") for m in models):
             raise ValueError(f"--split-merge is for the IDEPM and the DEPM; none of the models "
@@ -289,9 +343,18 @@ def _refuse_ignored(args, given, specs, models):
             if k in given:
                 raise ValueError(f"{_FLAG[k]} is for --converged runs; the grid of Sec. 5's "
                                  f"protocol does not use it: leave it out (or add --converged)")
-        if "jobs" in given and (args.dask_local or args.dask_scheduler):
-            raise ValueError("--jobs is not used with --dask-local / --dask-scheduler (the Dask "
-                             "workers run the runs): leave it out")
+    if "jobs" in given and (args.dask_local is not None or args.dask_scheduler):
+        raise ValueError("--jobs is not used with --dask-local / --dask-scheduler (the Dask "
+                         "workers run the runs): leave it out")
+    if not (args.jobs >= 1 or args.jobs == -1):
+        raise ValueError(f"--jobs must be an integer >= 1 (processes) or -1 (every core), got {args.jobs}")
+    if args.dask_local is not None and args.dask_local < 1:
+        raise ValueError(f"--dask-local must be a number of worker processes >= 1, got {args.dask_local}")
+    if args.starts is not None:
+        bad = [t for t in args.starts if t != "data" and not (t.isdigit() and int(t) >= 1)]
+        if bad or len(args.starts) < 2:
+            raise ValueError(f"--starts takes at least two chains' starts, each 'data' or an initial number "
+                             f"of atoms >= 1, e.g. --starts data data 1 1; got {' '.join(args.starts)}")
     if not any(s.path is not None for s in specs):
         for k in ("threshold", "sep", "square"):
             if k in given:
@@ -374,34 +437,15 @@ def main(argv=None) -> int:
     except OSError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    cluster = client = None
     on_stale = "recompute" if args.recompute_stale else "error"
     try:
-        import joblib
-        if args.dask_scheduler or args.dask_local:
-            from dask.distributed import Client, LocalCluster
-            if args.dask_local:
-                cluster = LocalCluster(n_workers=args.dask_local, threads_per_worker=1,
-                                       processes=True, dashboard_address=None)
-                client = Client(cluster)
-            else:
-                client = Client(args.dask_scheduler)
-            print(f"Dask: {len(client.scheduler_info()['workers'])} worker(s) at "
-                  f"{client.scheduler.address}", flush=True)
-            with joblib.parallel_config(backend="dask"):
-                report = run_grid(runs, args.results, n_jobs=-1, progress=not args.no_progress,
-                                  raise_errors=False, log=print, on_stale=on_stale)
-        else:
-            report = run_grid(runs, args.results, n_jobs=args.jobs, progress=not args.no_progress,
-                              raise_errors=False, log=print, on_stale=on_stale)
-    except (ValueError, OSError) as e:             # data not found, bad file, ...
+        with _pool(args) as backend:
+            report = run_grid(runs, args.results, n_jobs=args.jobs if backend is None else -1,
+                              progress=not args.no_progress, raise_errors=False, log=print,
+                              on_stale=on_stale)
+    except (ValueError, OSError) as e:             # data not found, bad file, no scheduler, ...
         print(f"error: {e}", file=sys.stderr)
         return 1
-    finally:
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
     print(f"\n{len(report.done)} runs computed, {len(report.skipped)} skipped, "
           f"{len(report.failed)} failed in {report.seconds:.1f} s")
     for rid, err in report.failed.items():
