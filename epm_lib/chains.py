@@ -424,11 +424,14 @@ def check_n_jobs(n_jobs, name="n_jobs") -> int:
 def _advance(X, model, run, start, seed, segment, kw, parent_pid=None):
     """One segment of one chain: ``segment`` sweeps from its start (``run`` None) or continuing
     ``run``; in a pool's worker (``parent_pid``) Ctrl-C is left to the parent."""
+    from .diagnose import DegenerateFitWarning
     if parent_pid is not None:
         ignore_sigint_in_worker(parent_pid)
-    if run is None:
-        return fit(X, model, seed=seed, n_iter=segment, **_start_kwargs(start), **kw)
-    return concat(run, fit(X, model, resume=run, n_iter=segment, **kw))
+    with warnings.catch_warnings():          # said once, of the final chains (run_until_agree)
+        warnings.simplefilter("ignore", DegenerateFitWarning)
+        if run is None:
+            return fit(X, model, seed=seed, n_iter=segment, **_start_kwargs(start), **kw)
+        return concat(run, fit(X, model, resume=run, n_iter=segment, **kw))
 
 
 def _start_label(start) -> str:
@@ -554,6 +557,12 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
                        "max_sweeps" if max_sweeps is not None and sweeps >= max_sweeps else
                        "cap_seconds" if cap_seconds is not None and seconds >= cap_seconds else None)
             if stopped:
+                from .diagnose import DegenerateFitWarning
+                for c, r in enumerate(runs):
+                    if r.diagnosis:
+                        warnings.warn(f"chain {c} ({_describe(starts[c])}, seed {seeds[c]}) looks degenerate "
+                                      f"after {sweeps} sweeps: {'; '.join(r.diagnosis)}",
+                                      DegenerateFitWarning, stacklevel=2)
                 summary = dict(stopped=stopped, converged=stopped == "converged", sweeps=sweeps,
                                seconds=seconds, **{v: d[v] for v in var_names},
                                groups=group_diagnostics(runs, starts, var_names, burn_in))

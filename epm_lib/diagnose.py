@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import warnings
 
+from collections import OrderedDict
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -76,6 +78,33 @@ def _svd_scores(info, K, at_rows, at_cols):
     return np.einsum("ek,ek->e", U[at_rows] * s, Vt.T[at_cols])
 
 
+#: The truncated SVDs of the last few matrices diagnosed (digest of the ones -> choose_rank's
+#: answer): a chain run in segments (``chains.run_until_agree``), or several chains of one matrix,
+#: compute the SVD once, not after every segment (deterministic, so the answer is the same).
+_SVD_CACHE: "OrderedDict[str, tuple]" = OrderedDict()
+SVD_CACHE_SIZE = 4
+
+
+def _svd_of(rows, cols, I, J):
+    """``starts.choose_rank`` of the binary matrix with ones at (rows, cols), cached by a digest
+    of its ones (:data:`_SVD_CACHE`)."""
+    import hashlib
+    from .starts import choose_rank
+    h = hashlib.sha256(np.array([I, J], np.int64).tobytes())
+    h.update(np.ascontiguousarray(rows, np.int64).tobytes())
+    h.update(np.ascontiguousarray(cols, np.int64).tobytes())
+    key = h.hexdigest()
+    if key in _SVD_CACHE:
+        _SVD_CACHE.move_to_end(key)
+        return _SVD_CACHE[key]
+    X = sp.csr_matrix((np.ones(rows.shape[0]), (rows, cols)), shape=(I, J))
+    out = choose_rank(X, seed=SEED)
+    _SVD_CACHE[key] = out
+    while len(_SVD_CACHE) > SVD_CACHE_SIZE:
+        _SVD_CACHE.popitem(last=False)
+    return out
+
+
 def check(result, rows, cols, shape, missing=None, row_ids=None, col_ids=None) -> list[str]:
     """What is degenerate about ``result`` (a ``FitResult`` with kept samples), as sentences
     (empty: nothing). ``rows``, ``cols``: the ones of X; ``missing``: (rows, cols) of masked
@@ -90,9 +119,7 @@ def check(result, rows, cols, shape, missing=None, row_ids=None, col_ids=None) -
     if K_mean >= DUST_FRACTION * rows.shape[0]:
         found.append(f"dust: {K_mean:.0f} active atoms on average for {rows.shape[0]} ones")
     # in-sample AUC against a truncated SVD, on entries that have parameters
-    from .starts import choose_rank
-    X = sp.csr_matrix((np.ones(rows.shape[0]), (rows, cols)), shape=(I, J))
-    K_svd, info = choose_rank(X, seed=SEED)
+    K_svd, info = _svd_of(rows, cols, I, J)
     excluded = rows * J + cols
     if missing is not None and missing[0].size:
         excluded = np.concatenate([excluded, missing[0] * J + missing[1]])

@@ -178,3 +178,31 @@ def test_run_until_agree_refuses(kwargs, msg):
     kw.update(kwargs)
     with pytest.raises(ValueError, match=msg):
         chains.run_until_agree(small(), "IDEPM", **kw)
+
+
+def test_run_until_agree_in_parallel_is_the_serial_run(tmp_path):
+    """n_jobs=2: the chains of each segment in two processes; the chains, their checkpoint files
+    and the summary are those of n_jobs=1, bit for bit."""
+    X = small(5)
+    kw = dict(T=6, starts=("data", "data", 1, 1), segment=8, max_sweeps=24, rhat=1.0001,
+              var_names=("K", "gamma0"))
+    a, sa = chains.run_until_agree(X, "DEPM", checkpoint=tmp_path / "a", **kw)
+    b, sb = chains.run_until_agree(X, "DEPM", checkpoint=tmp_path / "b", n_jobs=2, **kw)
+    timeless = lambda s: {k: v for k, v in s.items() if k != "seconds"}      # noqa: E731 (wall time)
+    assert timeless(sa) == timeless(sb) and sa["sweeps"] == 24
+    for ra, rb in zip(a.results, b.results):
+        assert np.array_equal(ra.K, rb.K) and np.array_equal(ra.hyper["gamma0"], rb.hyper["gamma0"])
+    for c in range(4):
+        za, zb = np.load(tmp_path / "a" / f"chain{c}.npz"), np.load(tmp_path / "b" / f"chain{c}.npz")
+        assert sorted(za.files) == sorted(zb.files) and len(za.files) > 5
+        assert all(za[k].tobytes() == zb[k].tobytes() for k in za.files if "seconds" not in k)
+    # R-hat within each start's chains: the groups of the summary are diagnostics of those chains alone
+    assert set(sa["groups"]) == {"data", "1"} and sa["groups"]["data"]["chains"] == [0, 1]
+    own = chains.diagnostics(chains.to_inference_data(a.results[2:]), var_names=["K", "gamma0"])
+    assert sa["groups"]["1"]["gamma0"] == own["gamma0"]
+
+
+@pytest.mark.parametrize("n_jobs", [0, -2, 1.5, True, "2"])
+def test_run_until_agree_refuses_a_bad_n_jobs_before_any_sweep(n_jobs):
+    with pytest.raises(ValueError, match=r"n_jobs must be an integer >= 1 \(processes\) or -1"):
+        chains.run_until_agree(small(), "IDEPM", starts=(1, 5), var_names=("K",), max_sweeps=10, n_jobs=n_jobs)

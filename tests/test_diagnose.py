@@ -132,3 +132,23 @@ def test_fit_chains_with_the_data_start_table_best_and_stacking(planted):
         fit_chains(X, "IDEPM", starts=("kmeans", 1))
     with pytest.raises(ValueError, match="pass init through starts"):
         fit_chains(X, "IDEPM", starts=(1, 100), init="data")
+
+
+def test_the_svd_of_a_matrix_is_computed_once_for_its_chains_and_segments(monkeypatch):
+    """diagnose.check after every fit: the truncated SVD of one matrix is cached (segments of a
+    chain, several chains), and the diagnosis is the one computed afresh."""
+    from epm_lib import diagnose, starts
+    rng = np.random.default_rng(3)
+    X = (rng.random((40, 30)) < 0.2).astype(np.int8)
+    diagnose._SVD_CACHE.clear()
+    fresh = epm_lib.fit(X, "DEPM", T=4, n_iter=20, n_avg=5, seed=1, init="paper").diagnosis
+    calls = []
+    real = starts.choose_rank
+    monkeypatch.setattr(starts, "choose_rank", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for seed in (1, 2, 3):
+        r = epm_lib.fit(X, "DEPM", T=4, n_iter=20, n_avg=5, seed=seed, init="paper")
+        if seed == 1:
+            assert r.diagnosis == fresh
+    assert calls == []                                   # the cached SVD served all three
+    diagnose._SVD_CACHE.clear()
+    assert epm_lib.fit(X, "DEPM", T=4, n_iter=20, n_avg=5, seed=1, init="paper").diagnosis == fresh and calls == [1]

@@ -965,3 +965,77 @@ def test_record_readers_refuse_other_files(tmp_path):
         bad.write_text('{"format": "epm-book baseline record 1", "x": NaN}')
         with pytest.raises(ValueError, match="not valid JSON"):
             reader(bad)
+
+
+# ------------------------------------------------------------------ the converged protocol in parallel
+CONV_ARGS = ["--dataset", "toy90", "--models", "DEPM", "IDEPM", "--T", "4", "--folds", "0", "1",
+             "--converged", "--segment", "8", "--max-sweeps", "24", "--starts", "data", "data", "1", "1",
+             "--no-progress"]
+
+
+def _timeless(rec):
+    return {k: v for k, v in rec.items() if k not in ("time", "seconds_per_chain")}
+
+
+def _records(folder):
+    return {p.name: _timeless(json.loads(p.read_text())) for p in sorted((folder / "toy90" / "converged").glob("*.json"))}
+
+
+def test_converged_in_parallel_is_bit_identical_to_serial(tmp_path, capsys):
+    """--converged --jobs 2 (two runs at a time) writes the records of --jobs 1, but for their times;
+    the data's start and one atom: per-chain starts, K and scores, R-hat within each start's chains,
+    the stacking weights of the two regions."""
+    assert ex.main(CONV_ARGS + ["--jobs", "1", "--results", str(tmp_path / "serial")]) == 0
+    assert ex.main(CONV_ARGS + ["--jobs", "2", "--results", str(tmp_path / "par")]) == 0
+    serial, par = _records(tmp_path / "serial"), _records(tmp_path / "par")
+    assert sorted(serial) == ["DEPM-T4-fold0-seed0-datastart-converged.json", "DEPM-T4-fold1-seed0-datastart-converged.json",
+                              "IDEPM-fold0-seed0-datastart-converged.json", "IDEPM-fold1-seed0-datastart-converged.json"]
+    assert serial == par
+    rec = serial["IDEPM-fold1-seed0-datastart-converged.json"]
+    assert rec["settings"]["starts"] == ["data", "data", 1, 1]
+    assert [c["start"] for c in rec["chains"]] == ["data", "data", 1, 1] and [c["seed"] for c in rec["chains"]] == [0, 1, 2, 3]
+    assert set(rec["groups"]) == {"data", "1"} and rec["groups"]["1"]["chains"] == [2, 3]
+    assert set(rec["groups"]["data"]["diagnostics"]) == {"K", "tdll"}
+    w = rec["stacking"]["weights"]
+    assert set(w) == {"data", "1"} and abs(sum(w.values()) - 1) < 1e-9
+    # the pooled scores of a group are those of its chains' mean prediction; K its chains' mean
+    assert rec["groups"]["data"]["K_mean"] == pytest.approx(np.mean([c["K_mean"] for c in rec["chains"][:2]]))
+
+
+def test_a_killed_parallel_converged_run_resumes_from_its_checkpoints(tmp_path):
+    """The command is killed (SIGKILL, its workers with it) once chains are checkpointed; the same
+    command then continues them and writes the records of an uninterrupted serial run."""
+    args = cli(*CONV_ARGS, "--max-sweeps", "200", "--jobs", "2", "--results", tmp_path / "killed")
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    ck = tmp_path / "killed" / ".chains" / "toy90"
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(list(ck.glob("*/chain3.npz"))) < 1:
+            time.sleep(0.05)
+        assert list(ck.glob("*/chain3.npz")), "no chain was checkpointed within 2 minutes"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    done_before = set(_records(tmp_path / "killed")) if (tmp_path / "killed" / "toy90" / "converged").exists() else set()
+    assert len(done_before) < 4                           # killed mid-way
+    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert ex.main(CONV_ARGS + ["--max-sweeps", "200", "--jobs", "1", "--results", str(tmp_path / "whole")]) == 0
+    assert _records(tmp_path / "killed") == _records(tmp_path / "whole")
+
+
+def test_converged_cli_names_an_unreachable_dask_scheduler(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(ex.cli, "DASK_TIMEOUT", 1)
+    code = ex.main(CONV_ARGS + ["--dask-scheduler", "tcp://127.0.0.1:1", "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:1" in err
+    assert not (tmp_path / "toy90" / "converged").exists() or not list((tmp_path / "toy90" / "converged").iterdir())
+
+
+def test_converged_cli_on_a_local_dask_cluster(tmp_path):
+    out = subprocess.run(cli(*CONV_ARGS, "--models", "DEPM", "--folds", "0", "--dask-local", 1,
+                             "--results", tmp_path / "dask"), capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "Dask: 1 worker(s)" in out.stdout
+    assert ex.main(CONV_ARGS + ["--models", "DEPM", "--folds", "0", "--jobs", "1", "--results", str(tmp_path / "one")]) == 0
+    assert _records(tmp_path / "dask") == _records(tmp_path / "one")
