@@ -8,6 +8,8 @@ Fails (exit 1) when a page
 * misses a figure: an ``<img>`` whose file is absent or empty, or fewer images on
   the page than image outputs in the chapter's notebook;
 * prints on stderr, an error or a Python warning in an output (issue 21, item 2);
+* shows a Markdown table as raw text (a paragraph starting with ``|`` that holds a ``|---|``
+  row: a ``text/markdown`` output not rendered as a table);
 * is longer than ``MAX_SCREENS`` screens of a 1280 x 1000 px window (issue 21, item 4);
 * overflows (issue 21, item 2), measured in the browser after MathJax has
   typeset the page:
@@ -206,6 +208,21 @@ def describe(p: dict) -> str:
     return f"{p['kind']}: {p['text']}"
 
 
+_PARAGRAPH = re.compile(r"<p\b[^>]*>(.*?)</p>", flags=re.S)
+_RULE_ROW = re.compile(r"\|\s*:?(?:-{3,}|[\u2014\u2013]+):?\s*\|")
+
+
+def raw_tables(source: str) -> list[str]:
+    """Markdown tables that did not render: paragraphs of the page whose text starts with ``|`` and
+    holds a ``|---|`` row (smart quotes may have made its hyphens dashes). Returns their starts."""
+    found = []
+    for m in _PARAGRAPH.finditer(source):
+        text = html.unescape(re.sub(r"<[^>]+>", "", m.group(1))).strip()
+        if text.startswith("|") and _RULE_ROW.search(text):
+            found.append(" ".join(text.split())[:80])
+    return found
+
+
 def check_page(page: Path) -> tuple[str, list[str]]:
     """Return (summary line, problems) for one page (a chapter or the landing page)."""
     copy = page.with_name(f".check-{page.name}")
@@ -254,6 +271,7 @@ def check_page(page: Path) -> tuple[str, list[str]]:
         problems.append(f"{n_stderr} outputs on stderr or errors (a warning a reader should not see)")
     if re.search(r"\.py:\d+: \w*Warning", source):
         problems.append("a Python warning printed in an output")
+    problems += [f"a Markdown table shown as raw text, not rendered: {t}" for t in raw_tables(source)]
 
     screens = None
     for width, d in ((WIDE, dom), (NARROW, narrow_dom)):
