@@ -28,7 +28,7 @@ from .fit import DEFAULT_K_INIT
 
 __all__ = ["PART3_DATASETS", "check_part3_parameters", "EXPECTED_FOLDS", "TRUNCATED", "STYLE", "METRICS", "paper_protocol", "check_records",
            "load_present", "load_baselines_present", "baseline_values", "BASELINE_STYLE", "values", "mean_se", "paired", "hyper_end", "n_grid", "completeness",
-           "plot_metric", "OKABE_ITO", "DATASET_NAMES", "fmt", "md_table", "narrow", "PROTOCOL_KEY_COLUMNS", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
+           "plot_metric", "OKABE_ITO", "DATASET_NAMES", "fmt", "check_digits", "md_table", "narrow", "PROTOCOL_KEY_COLUMNS", "number_table", "baseline_table", "load_protocols", "protocol_table", "best_T", "clear",
            "load_converged_present", "check_converged", "CONVERGED_SPLIT_MERGE", "on_folds", "protocol_comparison",
            "compare", "verdict_parts", "verdict_label", "verdict_table", "PART_ORDER", "verdict_changes", "common_folds",
            "CONVERGED_MODELS", "h3_level", "rhat_max", "start_means", "model_spread",
@@ -208,10 +208,20 @@ def plot_metric(ax, recs, metric, models, baselines=None):
     ax.set_xlabel("truncation level T")
 
 
+def check_digits(se, digits, significant=1):
+    """At least ``digits`` decimals, more where needed for a positive ``se`` to show ``significant``
+    significant digits (at most 8 decimals): no "± 0.0000" for an SE of 3e-5."""
+    if not (np.isfinite(se) and se > 0):
+        return digits
+    return int(min(8, max(digits, -np.floor(np.log10(se)) + significant - 1)))
+
+
 def fmt(mu, se, digits):
-    """'mean ± SE' with ``digits`` decimals ('-' for NaN; the SE left out when it is NaN)."""
+    """'mean ± SE' with ``digits`` decimals, or more where the SE would round to zero
+    (:func:`check_digits`; '-' for NaN; the SE left out when it is NaN)."""
     if not np.isfinite(mu):
         return "-"
+    digits = check_digits(se, digits)
     return f"{mu:.{digits}f}" + (f" ± {se:.{digits}f}" if np.isfinite(se) else "")
 
 
@@ -578,9 +588,16 @@ def compare(recs, a, Ta, b, Tb, metric):
     return paired(values(recs, a, Ta, metric), values(recs, b, Tb, metric))
 
 
+def _diff(label, d, se, digits):
+    """'label +d ± se', the SE with two significant digits (at least ``digits`` decimals), so that
+    whether |d| > 2 SE can be checked from the printed numbers."""
+    digits = check_digits(se, digits, significant=2)
+    return f"{label} {d:+.{digits}f} ± {se:.{digits}f}"
+
+
 def _above(res, digits, label):
     d, se, n = res
-    return (n > 1 and d > 2 * se), f"{label} {d:+.{digits}f} ± {se:.{digits}f}", n
+    return (n > 1 and d > 2 * se), _diff(label, d, se, digits), n
 
 
 def verdict_parts(recs, epm="EPM", h3_T="best"):
@@ -605,13 +622,13 @@ def verdict_parts(recs, epm="EPM", h3_T="best"):
         _above(compare(recs, epm, 128, "DEPM", 128, "K_mean"), 1, f"{epm}−DEPM"))
     put("H1 K grows", _above(compare(recs, epm, 128, epm, 32, "K_mean"), 1, "T=128 − T=32"))
     c = [compare(recs, m, 128, m, 64, "K_mean") for m in ("CEPM", "DEPM")]
-    put("H1 K converges", *[(not (n > 1 and d > 2 * se), f"{m} T=128 − T=64 {d:+.1f} ± {se:.1f}", n)
+    put("H1 K converges", *[(not (n > 1 and d > 2 * se), _diff(f"{m} T=128 − T=64", d, se, 1), n)
                            for m, (d, se, n) in zip(("CEPM", "DEPM"), c)])
     for metric, name, dg in (("tdll", "TDLL", 4), ("tdauc_pr", "TDAUC-PR", 3)):
         put(f"H1 {name}", _above(compare(recs, "CEPM", 128, epm, 128, metric), dg, f"CEPM−{epm}"),
             _above(compare(recs, "DEPM", 128, epm, 128, metric), dg, f"DEPM−{epm}"))
     d, se, n = compare(recs, "CEPM", 128, "DEPM", 128, "K_mean")
-    put("H2 K", (n > 1 and d > 2 * se, f"CEPM−DEPM {d:+.1f} ± {se:.1f}", n))
+    put("H2 K", (n > 1 and d > 2 * se, _diff("CEPM−DEPM", d, se, 1), n))
     for metric, name, dg in (("tdll", "TDLL", 4), ("tdauc_pr", "TDAUC-PR", 3)):
         put(f"H2 {name}", _above(compare(recs, "DEPM", 128, "CEPM", 128, metric), dg, "DEPM−CEPM"))
     if h3_T == "best":
@@ -630,7 +647,7 @@ def verdict_parts(recs, epm="EPM", h3_T="best"):
             else:
                 d, se, n = compare(recs, "DEPM", 128, "DEPM", TD, metric) if full else (np.nan, np.nan, 0)
                 checks.append((not (n > 1 and d < -2 * se),
-                               f"{name}: DEPM-128−DEPM-{TD} {d:+.{dg}f} ± {se:.{dg}f}", n))
+                               _diff(f"{name}: DEPM-128−DEPM-{TD}", d, se, dg), n))
         put(f"H3 {name}", _above(compare(recs, "IDEPM", None, "DEPM", TD, metric), dg, f"IDEPM−DEPM-{TD}")
             if full else (False, "", 0))
     put("H2 DEPM-128 best", *checks)
