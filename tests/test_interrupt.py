@@ -18,6 +18,22 @@ import time
 import numpy as np
 import pytest
 
+
+def _sigint_default():
+    """In a child before it starts Python: SIGINT at its default disposition, so that Python installs
+    its KeyboardInterrupt handler there. Started in the background (``nohup ... &``, some CI
+    runners) the test process inherits SIGINT *ignored*, which its children would inherit too, and
+    Python leaves an ignored SIGINT ignored (so does epm_lib): the tests set what they test."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture(autouse=True)
+def sigint_handler():
+    """Python's own KeyboardInterrupt handler in the test process, whatever it was started with."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
 CHILD = textwrap.dedent("""
     import sys, time, hashlib
     import numpy as np
@@ -72,11 +88,11 @@ def _readline(proc, timeout):
     return proc.stdout.readline().strip()
 
 
-@pytest.mark.parametrize("trials", [50])
+@pytest.mark.parametrize("trials", [int(os.environ.get("EPM_INTERRUPT_TRIALS", 50))])
 def test_ctrl_c_during_fit_is_clean(trials):
     names = ["IDEPM", "IDEPM-moves", "IDEPM-mask", "EPM", "CEPM", "DEPM"]
     proc = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, bufsize=1)
+                            stderr=subprocess.PIPE, text=True, bufsize=1, preexec_fn=_sigint_default)
     rng = np.random.default_rng(2026)
     outcomes = []
     try:
@@ -170,7 +186,8 @@ def test_ctrl_c_to_a_process_pool_is_clean(mode, tmp_path):
     for trial, delay in enumerate((0.3, 2.0)):
         folder = tmp_path / f"res{trial}"
         proc = subprocess.Popen([sys.executable, "-c", POOL_CHILD, mode, str(folder)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                preexec_fn=_sigint_default)
         try:
             assert _readline(proc, 300) == "go"
             time.sleep(delay)
@@ -194,3 +211,17 @@ def test_ctrl_c_to_a_process_pool_is_clean(mode, tmp_path):
         if mode == "grid" and folder.exists():
             names = [p.name for p in folder.rglob("*") if p.is_file()]
             assert all(n.endswith(".json") and not n.startswith(".") for n in names), names
+
+
+def test_the_ctrl_c_tests_pass_when_started_with_sigint_ignored():
+    """As a background start does it (``nohup pytest ... &``): SIGINT ignored in the pytest process
+    and everything it starts. The tests above set the disposition they test, so they pass there too."""
+    if os.environ.get("EPM_SIGINT_IGNORED_RUN"):
+        pytest.skip("inside the run this test starts")
+    env = {**os.environ, "EPM_SIGINT_IGNORED_RUN": "1", "EPM_INTERRUPT_TRIALS": "3"}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
+                          __file__],
+                         capture_output=True, text=True, timeout=900, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "failed" not in out.stdout
