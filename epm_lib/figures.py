@@ -79,18 +79,24 @@ def fig2_figure(data, baselines=None, models=("EPM", "CEPM", "DEPM"), metrics=tu
     return finish_figure(fig, axes, labels=labels)
 
 
-def protocols_figure(paper, conv, models=("EPM", "CEPM", "DEPM"), metrics=tuple(METRICS), width=7.5):
+def protocols_figure(paper, conv, models=("EPM", "CEPM", "DEPM"), metrics=tuple(METRICS), width=7.5,
+                     columns=None):
     """Fig. 2 (Ohama et al. 2017) of one data set under both protocols, on the folds of the converged
     records ``conv``: one row per metric, the paper's 600-sweep records ``paper`` of those folds on
     the left and the converged records on the right, a common y-axis per row, each panel titled
     "<metric>, <protocol> (<n> folds)", the legend above the panels (:func:`finish_figure`).
-    Returns the figure."""
+    ``columns``: instead of "converged", several columns ``[(name, records), ...]`` after the
+    600-sweep one (e.g. the chains from the data's start and from one atom,
+    ``epm_lib.book.regions.region_records``). Returns the figure."""
     import matplotlib.pyplot as plt
-    folds = sorted({r["fold"] for r in conv})
-    fig, axes = plt.subplots(len(metrics), 2, figsize=(width, 7.0 * len(metrics) / 3), sharey="row",
+    columns = [("converged", conv)] if columns is None else list(columns)
+    folds = sorted({r["fold"] for _, recs in columns for r in recs})
+    panels = [("600 sweeps", on_folds(paper, folds))] + columns
+    fig, axes = plt.subplots(len(metrics), len(panels), figsize=(width, 7.0 * len(metrics) / 3), sharey="row",
                              layout="constrained", squeeze=False)
     for row, metric in zip(axes, metrics):
-        for ax, (name, recs) in zip(row, (("600 sweeps", on_folds(paper, folds)), ("converged", conv))):
+        for ax, (name, recs) in zip(row, panels):
             plot_metric(ax, recs, metric, models)
-            ax.set_title(f"{METRICS[metric]}, {name} ({len(folds)} folds)")
+            ax.set_title(f"{METRICS[metric]}, {name} ({len(folds)} folds)" if len(panels) == 2
+                         else f"{METRICS[metric]}, {name}")
     return finish_figure(fig, axes)

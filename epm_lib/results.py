@@ -397,12 +397,15 @@ def check_converged(recs):
 def load_converged_present(results_dir, datasets, split_merge=CONVERGED_SPLIT_MERGE):
     """{data set: converged-protocol records} for the data sets that have them
     (``epm_lib.experiments.load_converged``), keeping the IDEPM and DEPM runs with ``split_merge``
-    proposals per sweep (the EPM's and CEPM's have none), checked by :func:`check_converged`."""
+    proposals per sweep (the EPM's and CEPM's have none) whose chains start from one atom and from
+    many (the runs with chains from the data's start are ``epm_lib.book.regions``'), checked by
+    :func:`check_converged`."""
     from .experiments import load_converged
     out = {}
     for d in datasets:
         recs = [r for r in load_converged(results_dir, d)
-                if r["settings"]["split_merge"] == (split_merge if r["model"] in ("IDEPM", "DEPM") else 0)]
+                if r["settings"]["split_merge"] == (split_merge if r["model"] in ("IDEPM", "DEPM") else 0)
+                and "data" not in r["settings"]["starts"]]
         if recs:
             check_converged(recs)
             out[d] = recs
