@@ -719,7 +719,8 @@ def verdict_changes(paper, conv, epm="EPM", h3_T="auto", models=CONVERGED_MODELS
     (:func:`common_folds`: every model with converged records has one there), by the same
     criterion (``verdict_parts(..., h3_T=h3_T)``; ``"auto"``: :func:`h3_level`, i.e. the best
     DEPM-T once the converged records hold every T). Returns (markdown table of part, 600-sweep
-    verdict, converged verdict, '**changes**' or ''; the parts that change; the folds used; and the
+    verdict, converged-protocol verdict (runs converged or capped), the latter as ✓ / ✗, '**changes**'
+    or ''; the parts that change; the folds used; and the
     two ``verdict_parts`` results, (600 sweeps, converged), on those folds)."""
     folds = common_folds(conv, models)
     if h3_T == "auto":
@@ -733,5 +734,7 @@ def verdict_changes(paper, conv, epm="EPM", h3_T="auto", models=CONVERGED_MODELS
         changed = a[p][0] is not None and a[p][0] != b[p][0]
         if changed:
             flips.append(p)
-        rows.append([p, verdict_label(a[p]), verdict_label(b[p]), "**changes**" if changed else ""])
-    return md_table(["part", "600 sweeps (same folds)", "converged protocol", ""], rows), flips, folds, (a, b)
+        rows.append([p, verdict_label(a[p]), verdict_label(b[p]), "✓" if b[p][0] else "✗",
+                     "**changes**" if changed else ""])
+    return (md_table(["part", "600 sweeps (same folds)", "run to agreement or the cap", "verdict", ""], rows),
+            flips, folds, (a, b))

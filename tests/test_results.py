@@ -192,7 +192,8 @@ def test_converged_records_and_protocol_comparison(enron, converged):
         assert e["converged"] == sum(r["converged"] for r in cv)
     # the verdicts on the same folds under both protocols
     vt, flips, folds, (before, after) = R.verdict_changes(enron, converged)
-    assert vt.splitlines()[0].startswith("| part | 600 sweeps (same folds) | converged protocol |")
+    assert vt.splitlines()[0].startswith("| part | 600 sweeps (same folds) | run to agreement or the cap | verdict |")
+    assert all(row.split("|")[4].strip() in ("✓", "✗") for row in vt.splitlines()[2:])
     assert set(flips) <= set(R.PART_ORDER)
     assert folds == R.common_folds(converged) and all(
         f in {r["fold"] for r in converged if (r["model"], r["T"]) == mt} for f in folds for mt in present)
