@@ -68,11 +68,15 @@ class ChainSet:
     def best(self, by=None) -> int:
         """The index of the chain that predicts best: the highest held-out TDLL when the chains had
         a test set (``by="tdll"``), else the highest in-sample log likelihood (``by="loglik"``)."""
+        if by is not None and by not in ("tdll", "loglik", "tdauc_pr"):
+            raise ValueError(f"by must be 'tdll', 'loglik' or 'tdauc_pr', got {by!r}")
         t = self.table()
         by = by or ("tdll" if np.all(np.isfinite(t["tdll"])) else "loglik")
-        if by not in ("tdll", "loglik", "tdauc_pr"):
-            raise ValueError(f"by must be 'tdll', 'loglik' or 'tdauc_pr', got {by!r}")
-        return int(np.argmax(t[by].to_numpy()))
+        v = t[by].to_numpy(dtype=float)
+        if not np.any(np.isfinite(v)):
+            raise ValueError(f"no chain has a finite {by!r}" + (": the chains were fitted without a test set "
+                             "(fit_chains(..., test=...)); use by='loglik' (in sample)" if by != "loglik" else ""))
+        return int(np.nanargmax(v))
 
     def stacking_weights(self, rows, cols, labels) -> np.ndarray:
         """Stacking weights of the chains (Yao, Vehtari & Gelman 2022, for chains that do not mix):

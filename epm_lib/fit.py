@@ -88,6 +88,43 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None, init=None, mis
     return dict(offsets=offsets, z=z.astype(np.int64), h=h)
 
 
+def _resume_clashes(resume, seed, K_init, hold):
+    """A resumed chain keeps its own seed, start and burn-in hold: ``seed``, ``K_init`` or ``hold``
+    given with ``resume`` and other than the chain's are refused (``ValueError`` naming each and the
+    chain's value). Returns ``resume`` (a saved file loaded)."""
+    if isinstance(resume, (str, bytes)) or hasattr(resume, "__fspath__"):
+        resume = load_result(resume)
+    if not isinstance(resume, FitResult) or not isinstance(resume.settings, dict):
+        return resume                       # check_resume says what is wrong
+    prev, where = resume.settings, getattr(resume, "_source", "resume")
+    chain_hold = None if prev.get("hold") is None else tuple(prev["hold"])
+    clash = []
+    if not (isinstance(seed, int) and seed == 0) and repr(seed) != repr(prev.get("seed")):
+        clash.append(f"seed = {seed!r} (the chain's: {prev.get('seed')!r}; it continues its own random stream)")
+    if K_init is not None and K_init != prev.get("K_init"):
+        clash.append(f"K_init = {K_init!r} (the chain started with {prev.get('K_init')!r})")
+    if hold is not None:
+        try:
+            same = tuple(float(x) for x in hold) == tuple(float(x) for x in chain_hold or ())
+        except (TypeError, ValueError):
+            same = False                    # check_options names a malformed hold
+        if not same and chain_hold is not None or chain_hold is None:
+            clash.append(f"hold = {hold!r} (the chain's: {chain_hold!r})")
+    if clash:
+        raise ValueError(f"{where}: a resumed chain keeps its own seed, start and burn-in hold; leave out "
+                         + "; ".join(clash))
+    return resume
+
+
+def _inherit(opts: Options, resume):
+    """The options a resumed chain takes from its own settings: its seed, K_init and burn-in hold
+    (so that the settings recorded, and ``concat``'s, are those it ran with, and a held chain stays
+    held for the rest of its hold, as it would uninterrupted)."""
+    prev = resume.settings
+    opts.seed, opts.K_init = prev.get("seed", opts.seed), prev.get("K_init")
+    opts.hold = None if prev.get("hold") is None else tuple(prev["hold"])
+
+
 def _start(opts: Options, data: FitData, resume):
     """The chain's first state and random stream: ``init_state`` from ``opts.seed``, or the final
     state and stream of the chain ``resume`` (checked against the data first). Returns the state,
@@ -99,11 +136,13 @@ def _start(opts: Options, data: FitData, resume):
                                            split_merge=opts.split_merge if opts.model in ("IDEPM", "DEPM")
                                            else None))
         check_resumed_state(resume, opts.model, data.I, data.J, opts.T, data.e_rows.shape[0], data.nnz)
+        _inherit(opts, resume)
         st = {n: np.array(resume.state[n], copy=True) for n in CHAIN_STATE[opts.model]}
         rng.bit_generator.state = resume.state["rng"]
         start = dict(start_iter=resume.settings["start_iter"] + resume.settings["n_iter"],
                      start_seconds=float(resume.seconds[-1]), init=resume.settings.get("init"),
-                     K_init=opts.K_init, init_seconds=None, K_start=None)
+                     K_init=resume.settings.get("K_init"), init_seconds=resume.settings.get("init_seconds"),
+                     K_start=resume.settings.get("K_start"))
     else:
         init, K_init = opts.init, opts.K_init
         if init is None:                # the default: the data's start where X allows one
@@ -438,6 +477,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         ``seconds`` continues the cumulative clock); joined with ``concat``, the traces of a chain
         run in pieces equal those of one uninterrupted run, draw for draw.
     """
+    if resume is not None:
+        resume = _resume_clashes(resume, seed, K_init, hold)
     opts = check_options(model, T=T, n_iter=n_iter, n_avg=n_avg, seed=seed, K_init=K_init, a_update=a_update,
                          e0=e0, f0=f0, m_step=m_step, split_merge=split_merge, resume=resume,
                          keep_samples=keep_samples, symmetric=symmetric, init=init, hold=hold)

@@ -331,6 +331,24 @@ def _nndsvda(Xc, K, symmetric, seed):
     return W, Ht
 
 
+def _check_missing(missing, I, J):
+    """``missing`` = (rows, cols) as int64 arrays of one length, every index inside the I x J matrix
+    (checked before the numba kernel indexes with them); ``ValueError`` naming the first bad one."""
+    try:
+        mr, mc = (np.asarray(a) for a in missing)
+    except (TypeError, ValueError):
+        raise ValueError(f"missing must be (rows, cols), two arrays of indices, got {missing!r}") from None
+    if mr.ndim != 1 or mc.ndim != 1 or mr.shape != mc.shape or \
+            (mr.size and not (np.issubdtype(mr.dtype, np.integer) and np.issubdtype(mc.dtype, np.integer))):
+        raise ValueError(f"missing must be (rows, cols), two 1-d integer arrays of one length, got shapes "
+                         f"{mr.shape} and {mc.shape} of {mr.dtype} and {mc.dtype}")
+    for name, a, n in (("row", mr, I), ("column", mc, J)):
+        bad = np.flatnonzero((a < 0) | (a >= n))
+        if bad.size:
+            raise ValueError(f"missing: {name} index {a[bad[0]]} (entry {bad[0]}) is outside 0..{n - 1}")
+    return mr.astype(np.int64), mc.astype(np.int64)
+
+
 def kl_nmf(X, K, seed, missing=None, symmetric=False, max_iter=MAX_ITER, n_random=N_RANDOM, tol=TOL):
     """Poisson (KL) NMF of the binary matrix ``X`` with ``K`` components: ``(W, H, loglik)``,
     ``W`` (I, K), ``H`` (K, J), ``loglik`` the observed-data Poisson log-likelihood of W H.
@@ -340,12 +358,15 @@ def kl_nmf(X, K, seed, missing=None, symmetric=False, max_iter=MAX_ITER, n_rando
     less than ``tol`` (relative) in log-likelihood; the most likely is returned."""
     Xc = sp.csr_matrix(X)
     I, J = Xc.shape
+    if not (isinstance(K, (int, np.integer)) and not isinstance(K, bool) and 1 <= K <= min(I, J)):
+        raise ValueError(f"K must be an integer number of components in 1..min(I, J) = {min(I, J)}, got {K!r}")
     rows = np.repeat(np.arange(I, dtype=np.int64), np.diff(Xc.indptr))
     cols = Xc.indices.astype(np.int64)
     n_ones = rows.shape[0]
     if missing is not None and len(missing[0]):
-        rows = np.concatenate([rows, np.asarray(missing[0], dtype=np.int64)])
-        cols = np.concatenate([cols, np.asarray(missing[1], dtype=np.int64)])
+        mr, mc = _check_missing(missing, I, J)
+        rows = np.concatenate([rows, mr])
+        cols = np.concatenate([cols, mc])
     rng = np.random.default_rng(seed)
     cands = [_nndsvda(Xc, K, symmetric, int(rng.integers(2 ** 31 - 1)))]
     if rows.shape[0] * K * max_iter * (n_random + 1) <= RESTART_WORK:

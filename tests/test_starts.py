@@ -5,7 +5,7 @@ import epm_lib
 import pytest
 import scipy.sparse as sp
 
-from epm_lib import fit, starts
+from epm_lib import concat, fit, starts
 from epm_lib.experiments import hold_out, pair_folds
 from epm_lib.fit import init_state, prepare_matrix
 
@@ -221,11 +221,15 @@ def test_hold_caps_the_shapes_then_releases(model, T):
     assert r.settings["hold"] == [10, cap]
     free = fit(X, model, T=T, n_iter=30, n_avg=5, seed=1)
     assert not np.array_equal(free.hyper[names[0]], r.hyper[names[0]])
-    # resumed: the hold counts the chain's iterations
-    a = fit(X, model, T=T, n_iter=6, n_avg=1, seed=1, hold=(5, cap))
-    b = fit(X, model, T=T, n_iter=24, n_avg=5, resume=a, hold=(10, cap))
-    assert np.all(a.hyper[names[0]][:5] <= cap) and np.all(b.hyper[names[0]][:4] <= cap)
+    # resumed: the chain keeps its hold (another is refused), and the pieces are the uninterrupted chain
+    a = fit(X, model, T=T, n_iter=12, n_avg=1, seed=1, hold=(10, cap))
+    b = fit(X, model, T=T, n_iter=18, n_avg=5, resume=a)
+    assert np.all(a.hyper[names[0]][:10] <= cap)
     assert b.settings["init"] == a.settings["init"] and b.settings["hold"] == [10, cap]
+    whole = concat(a, b)
+    assert np.array_equal(whole.hyper[names[0]], r.hyper[names[0]]) and whole.settings["hold"] == [10, cap]
+    with pytest.raises(ValueError, match=r"a resumed chain keeps its own seed, start and burn-in hold"):
+        fit(X, model, T=T, n_iter=18, n_avg=5, resume=a, hold=(20, cap))
 
 
 @pytest.mark.parametrize("model,T", ALL)

@@ -1,0 +1,71 @@
+"""Issue 30's third hostile round: the BAD cases, each refused with a clear error before any numba call."""
+import warnings
+
+import numpy as np
+import pytest
+
+import epm_lib
+from epm_lib import starts
+
+
+def small(seed=0, I=20, J=20):
+    return (np.random.default_rng(seed).random((I, J)) < 0.3).astype(np.int8)
+
+
+@pytest.mark.parametrize("missing, msg", [
+    ((np.array([10 ** 8]), np.array([10 ** 8])), r"row index 100000000 \(entry 0\) is outside 0..19"),
+    ((np.array([-1]), np.array([0])), r"row index -1 \(entry 0\) is outside 0..19"),
+    ((np.array([0]), np.array([25])), r"column index 25 \(entry 0\) is outside 0..19"),
+    ((np.array([0, 1]), np.array([0])), "two 1-d integer arrays of one length"),
+    ((np.array([0.5]), np.array([1.0])), "two 1-d integer arrays of one length"),
+])
+def test_kl_nmf_refuses_missing_entries_outside_the_matrix(missing, msg):
+    """BAD 1: an index out of range segfaulted or silently wrapped in the numba kernel."""
+    with pytest.raises(ValueError, match=msg):
+        starts.kl_nmf(small(), 2, 0, missing=missing)
+
+
+@pytest.mark.parametrize("K", [0, -1, 2.5, 21, True])
+def test_kl_nmf_refuses_a_bad_number_of_components(K):
+    with pytest.raises(ValueError, match=r"K must be an integer number of components in 1..min\(I, J\) = 20"):
+        starts.kl_nmf(small(), K, 0)
+
+
+def test_best_by_tdll_without_a_test_set_is_an_error_not_chain_zero():
+    """BAD 2: the argmax over NaNs returned chain 0."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cs = epm_lib.fit_chains(small(), "DEPM", T=4, starts=(1, 4), n_iter=10, n_avg=5)
+    with pytest.raises(ValueError, match="no chain has a finite 'tdll': the chains were fitted without a test set"):
+        cs.best("tdll")
+    assert cs.best() == cs.best("loglik")
+    with pytest.raises(ValueError, match="by must be 'tdll', 'loglik' or 'tdauc_pr'"):
+        cs.best("auc")
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(seed=7), r"seed = 7 \(the chain's: 1; it continues its own random stream\)"),
+    (dict(K_init=3), r"K_init = 3 \(the chain started with None\)"),
+    (dict(hold=(10, 0.1)), r"hold = \(10, 0.1\) \(the chain's: \(15, 0.1\)\)"),
+])
+def test_a_resumed_chain_refuses_another_seed_start_or_hold(kw, msg, tmp_path):
+    """BAD 3: fit(resume=...) accepted another hold, seed or K_init, and concat recorded settings the
+    chain never ran with."""
+    X = small(1)
+    a = epm_lib.fit(X, "DEPM", T=6, n_iter=20, n_avg=5, seed=1, hold=(15, 0.1))
+    a.save(tmp_path / "a.npz")
+    for resume in (a, tmp_path / "a.npz"):
+        with pytest.raises(ValueError, match=msg):
+            epm_lib.fit(X, "DEPM", T=6, n_iter=20, n_avg=5, resume=resume, **kw)
+
+
+def test_a_resumed_chain_records_the_settings_it_ran_with():
+    X = small(2)
+    a = epm_lib.fit(X, "DEPM", T=6, n_iter=20, n_avg=5, seed=1, hold=(15, 0.1))
+    b = epm_lib.fit(X, "DEPM", T=6, n_iter=20, n_avg=5, resume=a)
+    same = epm_lib.fit(X, "DEPM", T=6, n_iter=20, n_avg=5, resume=a, seed=1, hold=(15, 0.1))   # its own: allowed
+    whole = epm_lib.fit(X, "DEPM", T=6, n_iter=40, n_avg=5, seed=1, hold=(15, 0.1))
+    c = epm_lib.concat(a, b)
+    assert np.array_equal(c.K, whole.K) and np.array_equal(same.K, b.K)
+    for k in ("seed", "hold", "K_init", "init", "K_start"):
+        assert c.settings[k] == whole.settings[k], k
