@@ -662,12 +662,12 @@ def verdict_parts(recs, epm="EPM", h3_T="best"):
 
 
 def verdict_label(res, expected_folds=EXPECTED_FOLDS):
-    """A verdict for a table: '**supported**' / '**not supported**' with its numbers and, below
+    """A verdict for a table: '✓ **supported**' / '✗ **not supported**' with its numbers and, below
     ``expected_folds``, its number of folds; 'incomplete' when undecided."""
     ok, numbers, n = res
     if ok is None or n < 2:
         return "incomplete"
-    word = "**supported**" if ok else "**not supported**"
+    word = "✓ **supported**" if ok else "✗ **not supported**"
     if n < expected_folds:
         word += f" [{n} folds]"
     return word + (f" ({numbers})" if numbers else "")

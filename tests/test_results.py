@@ -153,8 +153,9 @@ def test_verdict_parts_reproduce_chapter_26(enron):
     # H3 against a fixed T: the IDEPM against DEPM-128; 'DEPM-128 best' is then undecided
     v128 = R.verdict_parts(enron, "EPM", h3_T=128)
     assert "IDEPM−DEPM-128" in v128["H3 TDLL"][1] and v128["H2 DEPM-128 best"][0] is None
-    assert R.verdict_label(v["H1 K grows"]).startswith("**supported** (")
-    assert R.verdict_label((True, "x", 3)) == "**supported** [3 folds] (x)"
+    assert R.verdict_label(v["H1 K grows"]).startswith("✓ **supported** (")
+    assert R.verdict_label((True, "x", 3)) == "✓ **supported** [3 folds] (x)"
+    assert R.verdict_label((False, "x", 10)) == "✗ **not supported** (x)"
     assert R.verdict_label((None, "", 0)) == "incomplete"
     res, table = R.verdict_table({"enron09": enron}, ["enron09", "movielens1m"])
     assert table.splitlines()[0] == "| part | enron09 | movielens1m |" and "not run" in table
