@@ -8,6 +8,8 @@ Fails (exit 1) when a page
 * misses a figure: an ``<img>`` whose file is absent or empty, or fewer images on
   the page than image outputs in the chapter's notebook;
 * prints on stderr, an error or a Python warning in an output (issue 21, item 2);
+* (the site as a whole) lacks the source archive ``epm-book-source.tar.gz`` in its root, holding
+  every chapter, ``epm_lib`` and the records, linked from ``chapters/get_the_code.html``;
 * shows a Markdown table as raw text (a paragraph starting with ``|`` that holds a ``|---|``
   row: a ``text/markdown`` output not rendered as a table);
 * is longer than ``MAX_SCREENS`` screens of a 1280 x 1000 px window (issue 21, item 4);
@@ -43,7 +45,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-NO_MATH = {"bibliography"}          # pages that legitimately hold no equation
+NO_MATH = {"bibliography", "get_the_code"}   # pages that legitimately hold no equation
+ARCHIVE = "epm-book-source.tar.gz"  # the source archive built with the site (epm_lib.book.source_archive)
+#: what the archive must hold for any chapter to run
+ARCHIVE_NEEDS = ("epm-book/requirements.txt", "epm-book/epm_lib/__init__.py", "epm-book/intro.ipynb",
+                 "epm-book/chapters/30_your_network.ipynb", "epm-book/results/README.md")
 LANDING = "intro.html"              # the landing page (root of _toc.yml), built from intro.ipynb
 WIDE, NARROW = 1280, 390            # window widths measured (px)
 SLACK = 1                           # px of rounding allowed
@@ -292,6 +298,27 @@ def check_page(page: Path) -> tuple[str, list[str]]:
     return line, problems
 
 
+def check_archive(site_dir: Path) -> list[str]:
+    """The source archive: present in the site's root, a readable tar.gz holding :data:`ARCHIVE_NEEDS` and
+    every chapter notebook, no MovieLens file, and linked from the page ``chapters/get_the_code.html``."""
+    import tarfile
+    path, problems = site_dir / ARCHIVE, []
+    if not path.is_file() or path.stat().st_size == 0:
+        return [f"{ARCHIVE}: missing or empty in {site_dir}"]
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            names = set(tar.getnames())
+    except (tarfile.TarError, OSError, EOFError) as e:
+        return [f"{ARCHIVE}: not a readable tar.gz ({e})"]
+    chapters = {f"epm-book/chapters/{p.name}" for p in Path("chapters").glob("*.ipynb")}
+    problems += [f"{ARCHIVE}: lacks {n}" for n in sorted(set(ARCHIVE_NEEDS) | chapters) if n not in names]
+    problems += [f"{ARCHIVE}: holds a MovieLens file {n}" for n in sorted(names) if "/ml-100k/" in n or "/ml-1m/" in n]
+    page = site_dir / "chapters" / "get_the_code.html"
+    if not page.is_file() or f'href="../{ARCHIVE}"' not in page.read_text(encoding="utf-8"):
+        problems.append(f"chapters/get_the_code.html does not link ../{ARCHIVE}")
+    return problems
+
+
 def main(site: str) -> int:
     site_dir = Path(site)
     pages = sorted(p for p in (site_dir / "chapters").glob("*.html") if not p.name.startswith("."))
@@ -311,6 +338,10 @@ def main(site: str) -> int:
             print(f"       {p}")
         if problems:
             failures.append(page.name)
+    archive = check_archive(site_dir)
+    print(f"{'FAIL' if archive else 'ok':4s} {ARCHIVE}" + "".join(f"\n       {p}" for p in archive))
+    if archive:
+        failures.append(ARCHIVE)
     print(f"site check: {len(pages) - 1} chapter pages and the landing page, {len(failures)} with problems"
           f" (overflow measured at {WIDE} px and {NARROW} px)")
     return 1 if failures else 0
