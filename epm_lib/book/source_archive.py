@@ -66,8 +66,9 @@ def write_archive(root: Path, target: Path) -> int:
 def _build_finished(app, exception):
     if exception is not None or app.builder.format != "html":
         return
+    from sphinx.util import logging
     n = write_archive(Path(app.srcdir), Path(app.outdir) / ARCHIVE)
-    app.info(f"epm-book: wrote {ARCHIVE} ({n} files)")
+    logging.getLogger(__name__).info(f"epm-book: wrote {ARCHIVE} ({n} files)")
 
 
 def setup(app):
