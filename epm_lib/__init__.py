@@ -48,3 +48,4 @@ __version__ = "0.1.0"
 
 from .fit import fit, FitResult, DEFAULT_K_INIT, MODELS, concat, load_result  # noqa: E402,F401
 from .chains import fit_chains, diagnostics, run_until_agree  # noqa: E402,F401
+from .estimator import EdgePartitionModel  # noqa: E402,F401

@@ -18,6 +18,9 @@ from .models import common, gamma_epm, depm
 
 __all__ = ["FitResult", "concat", "load_result", "CHAIN_STATE", "check_resume", "check_resumed_state"]
 
+#: entries per block of ``FitResult.predict_links`` (rows at a time, about this many pairs)
+_PREDICT_CHUNK = 1 << 20
+
 
 @dataclass
 class FitResult:
@@ -160,6 +163,118 @@ class FitResult:
     def K_mean(self) -> float:
         """Mean number of active atoms over the last ``n_avg`` iterations."""
         return float(self.K[-self.settings["n_avg"]:].mean())
+
+    def memberships(self, side="row") -> np.ndarray:
+        """The nodes' memberships of the atoms at the final sample, an (I, K) array for
+        ``side="row"`` ((J, K) for ``side="col"``).
+
+        Row n is the share of node n's expected links that fall on each atom: its factor times
+        lambda (EPM, CEPM: ``U`` or ``V``; DEPM, IDEPM: ``phi`` or ``psi``), normalised to sum 1.
+        One row per row (column) of X, in X's order; one column per atom in use in the final
+        sample (the truncated models: with customers, ``m_k > 0``, the atoms ``K`` counts; the
+        IDEPM: its atoms), atoms by decreasing lambda (stable). A node whose weights are all zero, and for the
+        IDEPM a node without parameters (not in ``state["row_ids"]`` / ``state["col_ids"]``: no
+        one, test or missing entry), gets a row of NaN. For an undirected fit (``symmetric``) the
+        row and column memberships are those of the two sides of the bipartite model."""
+        if side not in ("row", "col"):
+            raise ValueError(f"side must be 'row' or 'col', got {side!r}")
+        st = self.state
+        if self.model in ("EPM", "CEPM"):
+            R = st["U"] if side == "row" else st["V"]
+        else:
+            R = st["phi"] if side == "row" else st["psi"]
+        lam = np.asarray(st["lam"], dtype=float)
+        # the atoms in use: with customers (the truncated models' K; their empty atoms keep a small
+        # lambda), the IDEPM's atoms of its final sample
+        active = np.flatnonzero((np.asarray(st["m_k"]) > 0) & (lam > 0)) if "m_k" in st else np.flatnonzero(lam > 0)
+        active = active[np.argsort(-lam[active], kind="stable")]
+        W = np.asarray(R, dtype=float)[:, active] * lam[active]
+        total = W.sum(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            W = np.where(total > 0, W / np.where(total > 0, total, 1.0), np.nan)
+        if self.model != "IDEPM":
+            return W
+        n = self.settings["shape"][0 if side == "row" else 1]
+        out = np.full((n, active.size), np.nan)
+        out[np.asarray(st["row_ids" if side == "row" else "col_ids"], dtype=np.int64)] = W
+        return out
+
+    def predict_links(self, top=10, names=None):
+        """The ``top`` most probable links among the zeros of the training matrix, as a
+        ``pandas.DataFrame`` with columns ``row``, ``col``, ``probability`` (``predict``'s
+        posterior mean), by decreasing probability, ties by row, then column.
+
+        Candidates are the entries of X that are not ones (masked and test entries included); for
+        an undirected fit (``symmetric``) each pair once, row < col, without self-pairs; for the
+        IDEPM only the rows and columns that carry parameters (``state["row_ids"]``, ``col_ids``).
+        Fewer than ``top`` rows when there are fewer candidates. ``names``: None (the names in
+        ``self.node_names``, set by ``EdgePartitionModel`` for a graph, else the indices), or
+        (row_names, col_names), or one sequence for both sides; ``row`` and ``col`` then hold
+        names. Probabilities are computed a block of rows at a time (about a million entries)."""
+        import pandas as pd
+        if not isinstance(top, Integral) or isinstance(top, bool) or top < 1:
+            raise ValueError(f"top must be a positive integer, got {top!r}")
+        top = int(top)
+        I, J = self.settings["shape"]
+        symmetric = bool(self.settings.get("symmetric"))
+        ones = np.unique(np.asarray(self.state["rows"], np.int64) * J + np.asarray(self.state["cols"], np.int64))
+        if self.model == "IDEPM":
+            row_ids = np.asarray(self.state["row_ids"], dtype=np.int64)
+            col_ids = np.asarray(self.state["col_ids"], dtype=np.int64)
+        else:
+            row_ids, col_ids = np.arange(I, dtype=np.int64), np.arange(J, dtype=np.int64)
+        chunk = max(1, _PREDICT_CHUNK // max(col_ids.size, 1))
+        best_r, best_c, best_p = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)
+        for start in range(0, row_ids.size, chunk):
+            r = np.repeat(row_ids[start:start + chunk], col_ids.size)
+            c = np.tile(col_ids, min(chunk, row_ids.size - start))
+            keep = ~np.isin(r * J + c, ones, assume_unique=False)
+            if symmetric:
+                keep &= r < c
+            r, c = r[keep], c[keep]
+            if r.size == 0:
+                continue
+            p = self.predict(r, c)
+            r, c, p = (np.concatenate(a) for a in ((best_r, r), (best_c, c), (best_p, p)))
+            if p.size > top:                # everything tied with the top-th best stays a candidate
+                cut = np.partition(p, p.size - top)[p.size - top]
+                sel = p >= cut
+                r, c, p = r[sel], c[sel], p[sel]
+            order = np.lexsort((c, r, -p))[:top]
+            best_r, best_c, best_p = r[order], c[order], p[order]
+        if names is None:
+            names = getattr(self, "node_names", None)
+        if names is not None:
+            if isinstance(names, tuple) and len(names) == 2 and all(
+                    hasattr(x, "__len__") and not isinstance(x, (str, bytes)) for x in names):
+                rn, cn = names
+            else:
+                rn = cn = names
+            rn, cn = list(rn), list(cn)
+            if len(rn) != I or len(cn) != J:
+                raise ValueError(f"names: {len(rn)} row and {len(cn)} column names for X of shape {(I, J)}")
+            rows = [rn[i] for i in best_r]
+            cols = [cn[j] for j in best_c]
+        else:
+            rows, cols = best_r, best_c
+        return pd.DataFrame({"row": rows, "col": cols, "probability": best_p})
+
+    def __repr__(self) -> str:
+        s = self.settings if isinstance(self.settings, dict) else {}
+        n = len(self.K) if self.K is not None else 0
+        parts = [self.model + (f" T={self.T}" if self.T is not None else "")]
+        shape = s.get("shape")
+        if shape is not None:
+            parts.append(f"{shape[0]}x{shape[1]}" + (" symmetric" if s.get("symmetric") else ""))
+        if s.get("nnz") is not None:
+            parts.append(f"{s['nnz']} ones")
+        parts.append(f"{n} sweeps")
+        if n:
+            n_avg = min(int(s.get("n_avg") or n), n)
+            parts.append(f"K {float(np.mean(self.K[-n_avg:])):.1f} over the last {n_avg}")
+        if isinstance(self.tdll, Real) and np.isfinite(self.tdll):
+            parts.append(f"TDLL {self.tdll:.4f}")
+        return f"FitResult({', '.join(parts)})"
 
 
 #: the arrays that make up a chain's state, per model (with the random streams, st["rng"], ...)
