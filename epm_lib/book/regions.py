@@ -182,9 +182,9 @@ def run_labels(recs) -> pd.DataFrame:
         ks = {lab: [r["chains"][c]["K_mean"] for c in g["chains"]] for lab, g in r["groups"].items()}
         rows.append({"model": r["model"] if r["T"] is None else f"{r['model']}-{r['T']}", "fold": r["fold"],
                      "stopped": "converged" if r["converged"] else f"capped at {r['sweeps']}",
-                     "R̂ all": round(rh(r["diagnostics"]), 2),
-                     "R̂ data's start": round(rh(r["groups"]["data"]["diagnostics"]), 2),
-                     f"R̂ {_region_name(other)}": round(rh(r["groups"][other]["diagnostics"]), 2),
+                     "R̂ all": round(rh(r["diagnostics"]), 3),
+                     "R̂ data's start": round(rh(r["groups"]["data"]["diagnostics"]), 3),
+                     f"R̂ {_region_name(other)}": round(rh(r["groups"][other]["diagnostics"]), 3),
                      "K data's start": round(float(np.mean(ks["data"])), 1),
                      f"K {_region_name(other)}": round(float(np.mean(ks[other])), 1),
                      "K spread in a start": round(max(max(v) - min(v) for v in ks.values()), 1)})
