@@ -23,6 +23,7 @@ import numpy as np
 from .atomic import atomic_write_text
 from .fit import concat, fit, FitResult, load_result
 from .interrupt import ignore_sigint_in_worker
+from .result import _inference_data, _traces
 
 __all__ = ["ChainSet", "fit_chains", "to_inference_data", "diagnostics", "TRACE_NAMES",
            "run_until_agree", "min_segment", "check_segment", "traced_names", "CheckpointError",
@@ -47,6 +48,7 @@ class ChainSet:
     starts: list             # K_init of each chain, or "data"
     seeds: list              # seed of each chain
     mask: object = None      # fit's mask (missing entries), for the in-sample log likelihood
+    test: object = None      # fit's test set (rows, cols, labels), for the pointwise log likelihood
 
     def table(self):
         """One row per chain (a ``pandas.DataFrame``): its start, seed, atoms at the start, mean K
@@ -97,12 +99,26 @@ class ChainSet:
 
     @property
     def idata(self):
-        """The traces as an ``arviz.InferenceData`` (group ``posterior``; see ``to_inference_data``)."""
-        return to_inference_data(self.results)
+        """The chains as an ``arviz.InferenceData``: :func:`to_inference_data` of the chains with
+        their own test set and mask and ``draws="all"`` (``posterior``: the whole traces, which
+        :func:`diagnostics` reads); ``observed_data`` and ``log_likelihood`` are left out, not
+        refused, when the chains cannot give them (no test set and more than
+        ``result.MAX_LOGLIK_ENTRIES`` entries, a single kept sample per chain, ...; the
+        InferenceData's attribute ``log_likelihood`` says why). For ``az.loo`` / ``az.compare`` of
+        several chains prefer :meth:`to_inference_data` (posterior draws = the scored samples)."""
+        return to_inference_data(self.results, self.test, mask=self.mask, draws="all")
+
+    def to_inference_data(self, test=None, *, mask=None, draws="kept"):
+        """:func:`to_inference_data` of the chains: by default at the kept samples (``draws="kept"``:
+        ``posterior`` at the iterations the ``log_likelihood`` scores, the burn-in in
+        ``warmup_posterior``), for ``az.loo`` / ``az.compare``; ``test`` and ``mask`` default to the
+        chains' own (those given to ``fit_chains`` / ``run_until_agree``)."""
+        return to_inference_data(self.results, self.test if test is None else test,
+                                 mask=self.mask if mask is None else mask, draws=draws)
 
     def diagnostics(self, burn_in=0.5, var_names=None) -> dict:
-        """``diagnostics(self.idata, burn_in, var_names)``."""
-        return diagnostics(self.idata, burn_in=burn_in, var_names=var_names)
+        """``diagnostics(self.idata, burn_in, var_names)`` (the traces of every iteration)."""
+        return diagnostics(_trace_data(self.results), burn_in=burn_in, var_names=var_names)
 
     @property
     def cpu_seconds(self) -> np.ndarray:
@@ -110,14 +126,7 @@ class ChainSet:
         return np.array([r.seconds[-1] for r in self.results])
 
 
-def to_inference_data(results):
-    """Traces of several ``FitResult`` of the same model and length as ``arviz.InferenceData``.
-
-    Variables (dimensions ``chain`` x ``draw``): ``K`` (active atoms), ``M`` (customers),
-    ``tdll`` (test-data log likelihood of each iteration's sample; only with a test set),
-    ``log_joint`` (the IDEPM's ln P(m, [z] | h) + ln p(h), ``FitResult.log_joint``; only when
-    every chain has it) and every hyperparameter (``gamma0``, ``c0``, the alpha's or the a's and b's).
-    """
+def _check_chains(results):
     if not results:
         raise ValueError("no chains given")
     if any(not isinstance(r, FitResult) for r in results):
@@ -127,15 +136,36 @@ def to_inference_data(results):
     if len(n) != 1 or len(models) != 1:
         raise ValueError(f"chains must have one model and one length, got models {sorted(models)} and "
                          f"lengths {sorted(n)}")
-    post = {"K": np.stack([r.K for r in results]).astype(float),
-            "M": np.stack([r.M for r in results]).astype(float)}
-    if all(np.all(np.isfinite(r.tdll_trace)) for r in results):
-        post["tdll"] = np.stack([r.tdll_trace for r in results])
-    if all(r.log_joint is not None for r in results):
-        post["log_joint"] = np.stack([r.log_joint for r in results])
-    for name in results[0].hyper:
-        post[name] = np.stack([r.hyper[name] for r in results])
-    return _arviz().from_dict(posterior=post)
+
+
+def _trace_data(results):
+    """The chains' traces alone (group ``posterior``, every iteration), for :func:`diagnostics`."""
+    _check_chains(results)
+    return _arviz().from_dict(posterior=_traces(results))
+
+
+def to_inference_data(results, test=None, *, mask=None, draws="all"):
+    """Several ``FitResult`` of the same model and length as one ``arviz.InferenceData``, chain
+    by chain: ``FitResult.to_inference_data`` stacked along ``chain`` (see there for the groups,
+    ``test`` and ``mask``); every chain must keep the same iterations (the same ``n_avg`` and
+    number of kept samples), else ``ValueError`` naming them.
+
+    ``posterior`` variables (dimensions ``chain`` x ``draw``): ``K`` (active atoms), ``M``
+    (customers), ``tdll`` (test-data log likelihood of each iteration's sample; only with a test
+    set), ``log_joint`` (the IDEPM's ln P(m, [z] | h) + ln p(h), ``FitResult.log_joint``; only when
+    every chain has it) and every hyperparameter (``gamma0``, ``c0``, the alpha's or the a's and
+    b's). ``draws="all"`` (the default, what :func:`diagnostics` reads, as before the other groups
+    existed; ``ChainSet.idata``): at every iteration, no warmup groups; ``log_likelihood`` at the
+    kept samples only (its ``draw`` coordinates are their iterations), so ``az.loo`` takes its
+    relative efficiency from the whole traces; ``observed_data`` and ``log_likelihood`` are left
+    out (the attribute ``log_likelihood`` says why) when the chains cannot give them, e.g. a
+    large X without ``test``. ``draws="kept"``: ``posterior`` and ``sample_stats`` at the kept
+    samples, the iterations before the last ``n_avg`` in ``warmup_posterior`` /
+    ``warmup_sample_stats``: the layout for ``az.loo`` / ``az.compare``; what it cannot give is a
+    ``ValueError``.
+    """
+    _check_chains(results)
+    return _inference_data(results, test, mask, draws, log_likelihood="auto" if draws == "all" else True)
 
 
 def diagnostics(idata, burn_in=0.5, var_names=None) -> dict:
@@ -268,7 +298,8 @@ def fit_chains(X, model, *, starts=(1, 100), seeds=None, n_jobs=1, **fit_kwargs)
         from joblib import Parallel, delayed
         results = Parallel(n_jobs=n_jobs)(delayed(_one_chain)(X, model, k, s, fit_kwargs, os.getpid())
                                           for k, s in zip(starts, seeds))
-    return ChainSet(results=list(results), starts=starts, seeds=seeds, mask=fit_kwargs.get("mask"))
+    return ChainSet(results=list(results), starts=starts, seeds=seeds, mask=fit_kwargs.get("mask"),
+                    test=fit_kwargs.get("test"))
 
 
 def _inputs_digest(X, kw):
@@ -450,7 +481,7 @@ def group_diagnostics(runs, starts, var_names, burn_in=0.5) -> dict:
     for label in dict.fromkeys(_start_label(s) for s in starts):
         idx = [c for c, s in enumerate(starts) if _start_label(s) == label]
         if len(idx) >= 2:
-            d = diagnostics(to_inference_data([runs[c] for c in idx]), burn_in=burn_in,
+            d = diagnostics(_trace_data([runs[c] for c in idx]), burn_in=burn_in,
                             var_names=list(var_names))
             out[label] = {"chains": idx, **{v: d[v] for v in var_names}}
     return out
@@ -554,7 +585,7 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
                             f"likelihood at sweep {bad[0] + 1} ({r.tdll_trace[bad[0]]}: a held-out entry given "
                             f"probability 0 or 1, e.g. by a collapsed state with K = {int(r.K[bad[0]])}); the "
                             f"split-R-hat of the TDLL is undefined, so the chains cannot be judged on it")
-            d = diagnostics(to_inference_data(runs), burn_in=burn_in, var_names=list(var_names))
+            d = diagnostics(_trace_data(runs), burn_in=burn_in, var_names=list(var_names))
             sweeps = int(runs[0].K.shape[0])
             seconds = float(max(r.seconds[-1] for r in runs))
             stopped = ("converged" if all(agree(d[v], rhat) for v in var_names) else
@@ -570,7 +601,8 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
                 summary = dict(stopped=stopped, converged=stopped == "converged", sweeps=sweeps,
                                seconds=seconds, **{v: d[v] for v in var_names},
                                groups=group_diagnostics(runs, starts, var_names, burn_in))
-                return ChainSet(results=runs, starts=starts, seeds=seeds, mask=kw.get("mask")), summary
+                return ChainSet(results=runs, starts=starts, seeds=seeds, mask=kw.get("mask"),
+                                test=kw.get("test")), summary
         runs = segment_all()
         if checkpoint is not None:
             for r, p in zip(runs, paths):
