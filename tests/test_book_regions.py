@@ -87,6 +87,8 @@ def test_preference_and_run_labels():
     lab = regions.run_labels(recs)
     assert lab.loc[0, "stopped"] == "converged" and lab.loc[1, "stopped"] == "capped at 1500"
     assert set(lab.columns) >= {"R̂ all", "R̂ data's start", "R̂ one atom", "K spread in a start"}
+    # R-hat printed to the digits the rule (<= 1.01) needs, never as a float whose zeros pandas drops
+    assert all(x == "constant" or (len(x.split(".")[1]) == 3 and float(x) >= 0.9) for x in lab["R̂ all"])
 
 
 @pytest.mark.parametrize("damage, msg", [

@@ -172,19 +172,22 @@ def region_verdicts(paper, recs, parts=PART_ORDER):
 def run_labels(recs) -> pd.DataFrame:
     """One row per run: model, T, fold, *converged* (every chain agreed, split-R-hat <= its target)
     or *capped* (with the sweeps it stopped at), the largest split-R-hat of K and TDLL over all
-    chains and within each start's chains, K of each start (mean of its chains) and the largest
+    chains and within each start's chains (a string to three decimals; "constant" where K and
+    the TDLL did not change), K of each start (mean of its chains) and the largest
     spread of K between chains of one start: what a number of the run means."""
     rows = []
     for r in recs:
         other = _other(r)
-        rh = lambda d: max((d[v]["rhat"] for v in ("K", "tdll") if d.get(v, {}).get("rhat") is not None),  # noqa: E731
-                           default=float("nan"))
+        def rh(d):              # printed to three decimals: the rule is R-hat <= 1.01
+            x = max((d[v]["rhat"] for v in ("K", "tdll") if d.get(v, {}).get("rhat") is not None),
+                    default=None)
+            return "constant" if x is None else f"{x:.3f}"
         ks = {lab: [r["chains"][c]["K_mean"] for c in g["chains"]] for lab, g in r["groups"].items()}
         rows.append({"model": r["model"] if r["T"] is None else f"{r['model']}-{r['T']}", "fold": r["fold"],
                      "stopped": "converged" if r["converged"] else f"capped at {r['sweeps']}",
-                     "R̂ all": round(rh(r["diagnostics"]), 3),
-                     "R̂ data's start": round(rh(r["groups"]["data"]["diagnostics"]), 3),
-                     f"R̂ {_region_name(other)}": round(rh(r["groups"][other]["diagnostics"]), 3),
+                     "R̂ all": rh(r["diagnostics"]),
+                     "R̂ data's start": rh(r["groups"]["data"]["diagnostics"]),
+                     f"R̂ {_region_name(other)}": rh(r["groups"][other]["diagnostics"]),
                      "K data's start": round(float(np.mean(ks["data"])), 1),
                      f"K {_region_name(other)}": round(float(np.mean(ks[other])), 1),
                      "K spread in a start": round(max(max(v) - min(v) for v in ks.values()), 1)})
