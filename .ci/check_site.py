@@ -19,6 +19,8 @@ Fails (exit 1) when a page
   - at a 1280 px window, a display equation (``mjx-container[display="true"]``)
     whose content is wider than its box (the theme then scrolls it, and a reader
     sees it cut): split it over aligned lines;
+  - at 1280 px, a printed output (``<pre>``) wider than the column outside a cell tagged
+    ``text-table`` (printed lines wrap, ``_static/overflow.css``; issue 29);
   - at 1280 px and at 390 px (a phone), a table or a printed output (``<pre>``
     of a code cell) wider than the content column or than its box, unless a box
     between it and the column scrolls sideways (``overflow-x: auto|scroll``); a
@@ -118,6 +120,13 @@ MEASURE_JS = r"""
       var tooWideForColumn = w > W + SLACK;
       var cut = s.kind !== 'none' && w > s.box.clientWidth + SLACK;
       if (!tooWideForColumn && !cut) return;
+      if (wide && t.tagName === 'PRE' && tooWideForColumn && !t.closest('.tag_text-table')) {
+        // issue 29: printed numbers wrap at the column (_static/overflow.css); only a text table scrolls
+        out.push({kind: 'output', width: Math.round(w), column: Math.round(W),
+                  how: 'a printed output wider than the column: print shorter lines or a table, or tag the cell text-table',
+                  text: clean(t.textContent)});
+        return;
+      }
       if (s.kind === 'scroll' && s.box.clientWidth <= W + SLACK) return;   // scrolls in its own box
       out.push({kind: t.tagName === 'TABLE' ? 'table' : 'output', width: Math.round(w),
                 column: Math.round(W), how: s.kind === 'clip' ? 'cut by a clipping box'

@@ -735,6 +735,7 @@ def verdict_changes(paper, conv, epm="EPM", h3_T="auto", models=CONVERGED_MODELS
         if changed:
             flips.append(p)
         rows.append([p, verdict_label(a[p]), verdict_label(b[p]), "✓" if b[p][0] else "✗",
-                     "**changes**" if changed else ""])
-    return (md_table(["part", "600 sweeps (same folds)", "run to agreement or the cap", "verdict", ""], rows),
+                     "**changes**" if changed else "same"])
+    return (md_table(["part", "600 sweeps (same folds)", "run to agreement or the cap", "verdict", "between the protocols"],
+                     rows),
             flips, folds, (a, b))

@@ -1,5 +1,6 @@
 """.ci/check_site.py: the static checks of a built page (the browser measurements run in CI)."""
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
@@ -19,3 +20,26 @@ spec.loader.exec_module(check_site)
 ])
 def test_a_markdown_table_shown_as_raw_text_is_found(html, found):
     assert len(check_site.raw_tables(html)) == found
+
+
+PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>%(css)s</style></head><body>
+<div class="bd-article" style="width: 700px">
+<div class="cell %(tag)s"><div class="cell_output"><div class="output stream"><pre>%(line)s</pre></div></div></div>
+</div></body></html>"""
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="the browser check needs chromium (CI installs it)")
+@pytest.mark.parametrize("tag, css, found", [
+    ("", "", True),                                   # a printed line running past the column
+    ("tag_text-table", "", False),                    # a text table: scrolls in its box, allowed
+    ("", "BOOK_CSS", False),                          # the book's CSS wraps printed lines
+])
+def test_a_printed_output_wider_than_the_column_is_found(tmp_path, tag, css, found):
+    """Issue 29: printed numbers wrap at the column; only a cell tagged text-table may scroll."""
+    css = (Path(__file__).parents[1] / "_static" / "overflow.css").read_text() if css == "BOOK_CSS" else \
+        ".bd-article .cell_output .output { max-width: 100%; overflow-x: auto; }"
+    line = "K from one atom at T = 128 (the IDEPM: untruncated): EPM 2.4, DEPM 2.4, IDEPM 2.7; " * 3
+    page = tmp_path / "page.html"
+    page.write_text(PAGE % {"css": css, "tag": tag, "line": line}, encoding="utf-8")
+    _, problems = check_site.check_page(page)
+    assert any("a printed output wider than the column" in p for p in problems) == found, problems
