@@ -13,11 +13,14 @@ a concave problem. They score by leave-one-out; here the validation points are h
 entries of the matrix (pairs left out of every chain's likelihood, ``fit(mask=...)``, and other
 than the pairs the stacked prediction is then scored on). The weights are found by the EM
 iteration for mixture weights, w_c <- mean_n w_c p_cn / sum_c' w_c' p_c'n, which increases the
-objective at every step and converges to its maximum (the objective is concave in w).
+objective at every step and converges to its maximum (the objective is concave in w); for two
+chains (or two regions), the common case, the one free weight is found exactly, by bisection on
+the objective's derivative.
 """
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 __all__ = ["stacking_weights", "log_score"]
 
@@ -43,16 +46,73 @@ def stacking_weights(probs, labels, max_iter=10_000, tol=1e-12) -> np.ndarray:
     if np.any((y != 0) & (y != 1)):
         raise ValueError("labels must be 0 or 1")
     dens = np.where(y[:, None] != 0, P, 1.0 - P)            # p_c(y_n)
-    dens = np.maximum(dens, 1e-300)
+    dens = np.ascontiguousarray(np.maximum(dens, 1e-300))
     k = P.shape[1]
+    if k == 2:                              # one free weight: the exact maximum (_two_weights)
+        return _two_weights(dens)
     w = np.full(k, 1.0 / k)
     prev = -np.inf
+    acc = np.empty(k)
     for _ in range(max_iter):
-        mix = dens @ w
-        obj = float(np.mean(np.log(mix)))
-        w = w * (dens / mix[:, None]).mean(axis=0)
+        obj = _em_pass(dens, w, acc)        # mean log mixture density; acc = mean_n p_cn / mix_n
+        w = w * acc
         w /= w.sum()
         if obj - prev <= tol * max(1.0, abs(obj)):
             break
         prev = obj
     return w
+
+
+def _two_weights(dens) -> np.ndarray:
+    """The maximum for two chains, to rounding: the objective's derivative in the first weight w,
+    g(w) = mean_n (p_1n - p_2n) / (p_2n + w (p_1n - p_2n)), is decreasing (the objective is concave),
+    so the maximum is at w = 0 if g(0) <= 0, at w = 1 if g(1) >= 0, and otherwise at the root of g,
+    found by bisection to the last bit (EM needs thousands of passes when a weight nears 0 or 1)."""
+    lo, hi = 0.0, 1.0
+    if _slope(dens, lo) <= 0:
+        return np.array([0.0, 1.0])
+    if _slope(dens, hi) >= 0:
+        return np.array([1.0, 0.0])
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if _slope(dens, mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+    w = 0.5 * (lo + hi)
+    return np.array([w, 1.0 - w])
+
+
+@njit(cache=True)
+def _slope(dens, w):
+    """g(w) of ``_two_weights``: the derivative of the mean log score of w p_1 + (1 - w) p_2."""
+    n = dens.shape[0]
+    g = 0.0
+    for i in range(n):
+        d = dens[i, 0] - dens[i, 1]
+        g += d / (dens[i, 1] + w * d)
+    return g / n
+
+
+@njit(cache=True)
+def _em_pass(dens, w, acc):
+    """One pass of the EM iteration over the n validation entries: returns the objective
+    mean_n log sum_c w_c p_cn at ``w`` and writes mean_n p_cn / sum_c' w_c' p_c'n into ``acc``
+    (the factor each weight is multiplied by). One pass and no temporaries: on MovieLens1M's
+    220,000 held-out entries the iteration was most of a converged-protocol run's CPU time."""
+    n, k = dens.shape
+    for c in range(k):
+        acc[c] = 0.0
+    obj = 0.0
+    for i in range(n):
+        mix = 0.0
+        for c in range(k):
+            mix += w[c] * dens[i, c]
+        obj += np.log(mix)
+        for c in range(k):
+            acc[c] += dens[i, c] / mix
+    for c in range(k):
+        acc[c] /= n
+    return obj / n
