@@ -233,12 +233,14 @@ def md_table(head, rows):
 
 
 #: The key columns of :func:`protocol_comparison`'s table {its header: a shorter one}, for
-#: :func:`narrow`: the model, its runs at split-R-hat <= 1.01 and largest R-hat, and the means of K,
+#: :func:`narrow`: the model, its runs at split-R-hat <= 1.01, the largest R-hat, the largest gap
+#: between the mean K of the two starts in one of its runs, and the means of K,
 #: TDLL and TDAUC-PR under the two protocols (the paired differences left out).
+#: The long chains' columns say "long" (run to agreement or the cap), not "converged": most capped.
 PROTOCOL_KEY_COLUMNS = {"model": "model", "R-hat ≤ target": "R̂ ≤ 1.01", "largest R-hat": "max R̂",
-                        "K 600": "K 600", "K conv.": "K conv.", "TDLL 600": "TDLL 600",
-                        "TDLL conv.": "TDLL conv.", "TDAUC-PR 600": "AUC-PR 600",
-                        "TDAUC-PR conv.": "AUC-PR conv."}
+                        "largest start gap": "K gap", "K 600": "K 600", "K conv.": "K long",
+                        "TDLL 600": "TDLL 600", "TDLL conv.": "TDLL long", "TDAUC-PR 600": "AUC-PR 600",
+                        "TDAUC-PR conv.": "AUC-PR long"}
 
 
 def narrow(table, keep=PROTOCOL_KEY_COLUMNS):
@@ -548,10 +550,12 @@ def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):
     """The paper's 600-sweep protocol beside the converged one, per (model, T) that has converged
     records, on the folds those records have: for K, TDLL and TDAUC-PR the fold means under both
     protocols and the paired difference converged − 600 sweeps (mean ± SE); the folds; how many
-    of them reached split-R-hat <= target on K and TDLL, and the largest R-hat.
+    of them reached split-R-hat <= target on K and TDLL, the largest R-hat, and the largest
+    difference between the mean K of the chains from the fewest and from the most atoms in one run
+    (:func:`start_means`; what a capped run's K is known to).
 
     Returns (markdown table, {(model, T): {metric: (mean 600, mean converged, (diff, SE, n))},
-    "folds": [...], "converged": n, "rhat_max": x}}).
+    "folds": [...], "converged": n, "rhat_max": x, "start_gap": x}}).
     """
     rows, out = [], {}
     for m, T in models:
@@ -561,7 +565,8 @@ def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):
         folds = sorted(r["fold"] for r in cv)
         pp = on_folds(paper, folds)
         entry = {"folds": folds, "converged": sum(r["converged"] for r in cv),
-                 "rhat_max": max((x for x in map(rhat_max, cv) if np.isfinite(x)), default=np.nan)}
+                 "rhat_max": max((x for x in map(rhat_max, cv) if np.isfinite(x)), default=np.nan),
+                 "start_gap": max(abs(np.subtract(*start_means(r))) for r in cv)}
         cells = []
         for metric, dg in zip(METRICS, digits):
             a, b = values(pp, m, T, metric), values(cv, m, T, metric)
@@ -570,8 +575,8 @@ def protocol_comparison(paper, conv, models=CONVERGED_MODELS, digits=(1, 4, 3)):
             cells += [fmt(entry[metric][0], np.nan, dg), fmt(entry[metric][1], np.nan, dg), fmt(*diff[:2], dg)]
         out[(m, T)] = entry
         rows.append([m if T is None else f"{m}-{T}", len(folds), f"{entry['converged']} of {len(folds)}",
-                     fmt(entry["rhat_max"], np.nan, 3)] + cells)
-    head = ["model", "folds", "R-hat ≤ target", "largest R-hat"]
+                     fmt(entry["rhat_max"], np.nan, 3), fmt(entry["start_gap"], np.nan, 1)] + cells)
+    head = ["model", "folds", "R-hat ≤ target", "largest R-hat", "largest start gap"]
     for name in METRICS.values():
         head += [f"{name} 600", f"{name} conv.", f"{name} conv. − 600"]
     return md_table(head, rows), out

@@ -372,11 +372,12 @@ def test_narrow_keeps_the_key_columns_in_order():
                                 "| CEPM\u2011128 | 25.5 | 7/10 |", "| IDEPM | 26.1 | 10/10 |"]
     # the default: the key columns of protocol_comparison's table, in PROTOCOL_KEY_COLUMNS' order
     recs = [dict(model="EPM", T=2, fold=f, K_mean=2.0, tdll=-0.1 - 0.01 * f, tdauc_pr=0.5, converged=True,
+                 settings={"starts": [1, 1, 2, 2]}, K_mean_per_chain=[2.0, 2.0 - 0.1 * f, 2.0, 2.0],
                  diagnostics={"K": {"rhat": None}, "tdll": {"rhat": 1.0 + 0.001 * f}}) for f in range(3)]
     wide, _ = R.protocol_comparison(recs, recs, models=(("EPM", 2),))
     head = R.narrow(wide).splitlines()[0]
     assert head == "| " + " | ".join(R.PROTOCOL_KEY_COLUMNS.values()) + " |"
-    assert R.narrow(wide).splitlines()[2].startswith("| EPM\u20112 | 3/3 | 1.002 |")
+    assert R.narrow(wide).splitlines()[2].startswith("| EPM\u20112 | 3/3 | 1.002 | 0.1 |")   # the starts' largest gap
 
 
 def test_narrow_refuses_an_unknown_column():
