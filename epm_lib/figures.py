@@ -85,11 +85,12 @@ def protocols_figure(paper, conv, models=("EPM", "CEPM", "DEPM"), metrics=tuple(
     records ``conv``: one row per metric, the paper's 600-sweep records ``paper`` of those folds on
     the left and the converged records on the right, a common y-axis per row, each panel titled
     "<metric>, <protocol> (<n> folds)", the legend above the panels (:func:`finish_figure`).
-    ``columns``: instead of "converged", several columns ``[(name, records), ...]`` after the
+    The converged protocol's column is titled "agreement or cap" (run to agreement or the cap): most of its runs at large T
+    stop at the cap. ``columns``: instead of it, several columns ``[(name, records), ...]`` after the
     600-sweep one (e.g. the chains from the data's start and from one atom,
     ``epm_lib.book.regions.region_records``). Returns the figure."""
     import matplotlib.pyplot as plt
-    columns = [("converged", conv)] if columns is None else list(columns)
+    columns = [("agreement or cap", conv)] if columns is None else list(columns)
     folds = sorted({r["fold"] for _, recs in columns for r in recs})
     panels = [("600 sweeps", on_folds(paper, folds))] + columns
     fig, axes = plt.subplots(len(metrics), len(panels), figsize=(width, 7.0 * len(metrics) / 3), sharey="row",

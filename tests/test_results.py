@@ -303,7 +303,7 @@ def test_protocols_figure(enron, converged):
     assert len(axes) == 6 and len(fig.legends) == 1
     n = len({r["fold"] for r in converged})
     assert [ax.get_title() for ax in axes] == [f"{name}, {p} ({n} folds)" for name in ("K", "TDLL", "TDAUC-PR")
-                                               for p in ("600 sweeps", "converged")]
+                                               for p in ("600 sweeps", "agreement or cap")]
     assert [ax.get_xlabel() for ax in axes] == [""] * 4 + ["truncation level $T$"] * 2
     # a common y-axis per row: each protocol's panels of one metric share their limits
     assert all(axes[i].get_ylim() == axes[i + 1].get_ylim() for i in (0, 2, 4))
