@@ -115,7 +115,11 @@ class FitResult:
         missing ones (``mask``: the ``mask`` given to ``fit``, required when it had one), and for
         the IDEPM only the rows and columns that carry parameters (``state["row_ids"]``,
         ``state["col_ids"]``); refused (``ValueError``) when X has more than 200 000 entries.
-        Models scored on the same pairs can be ranked with ``az.loo`` / ``az.compare``.
+        Models scored on the same training pairs can be ranked with ``az.loo`` / ``az.compare``
+        (PSIS-LOO). Held-out pairs need no leave-one-out correction, since no draw has seen them:
+        their elpd is the sum over pairs of the log of the mean over draws of ``exp(log_likelihood)``;
+        ``az.loo`` on them would treat them as training data. On the karate club the two disagree
+        (chapter 31): for link prediction, score held-out pairs.
 
         ``draws="all"``: ``posterior`` and ``sample_stats`` at every iteration and no warmup groups
         (the layout of ``ChainSet.idata``, whose whole traces ``chains.diagnostics`` reads);
