@@ -25,7 +25,7 @@ from .fit import concat, fit, FitResult, load_result
 from .interrupt import ignore_sigint_in_worker
 from .result import _inference_data, _traces
 
-__all__ = ["ChainSet", "fit_chains", "to_inference_data", "diagnostics", "TRACE_NAMES",
+__all__ = ["ChainSet", "fit_chains", "spawn_seeds", "to_inference_data", "diagnostics", "TRACE_NAMES",
            "run_until_agree", "min_segment", "check_segment", "traced_names", "CheckpointError",
            "check_n_jobs", "group_diagnostics"]
 
@@ -232,6 +232,16 @@ def _as_list(name, v, what):
                      f"got {v!r}")
 
 
+def spawn_seeds(seed, n) -> list:
+    """``n`` integer seeds for independent chains spawned from one ``seed`` (an int, a
+    ``numpy.random.SeedSequence`` or a ``numpy.random.Generator``; ``fit_options.as_seed``):
+    ``SeedSequence(seed).spawn(n)``, each child as its first 64-bit word, so that every chain's
+    record stores an integer that reproduces it. The same seed gives the same seeds."""
+    from .fit_options import as_seed
+    ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(as_seed(seed))
+    return [int(c.generate_state(1, dtype=np.uint64)[0]) for c in ss.spawn(int(n))]
+
+
 def _check_starts_seeds(starts, seeds):
     """``starts``: a sequence of at least two starts, each an integer >= 1 (the chain's ``K_init``,
     the paper's start) or ``"data"`` (``fit(init="data")``); ``seeds``:
@@ -276,20 +286,27 @@ def _start_kwargs(start):
     return dict(init="data") if start == "data" else dict(K_init=start)
 
 
-def fit_chains(X, model, *, starts=(1, 100), seeds=None, n_jobs=1, **fit_kwargs) -> ChainSet:
+def fit_chains(X, model, *, starts=(1, 100), seeds=None, seed=None, n_jobs=1, **fit_kwargs) -> ChainSet:
     """Run one chain per entry of ``starts`` with its own seed.
 
     ``starts``: where each chain starts: an initial number of atoms (``K_init``, the paper's start;
     truncated models: 1 <= K_init <= T) or ``"data"`` (``fit``'s data-driven start), e.g.
     ``("data", 1, 100)`` for the data's start beside one atom and a hundred (the default
     ``(1, 100)`` is for the IDEPM). ``seeds``: one per chain (default ``0, 1, ...``); chains must not share a seed.
+    ``seed``: instead of ``seeds``, one seed (an int, a ``numpy.random.SeedSequence`` or a
+    ``numpy.random.Generator``) from which the chains' seeds are spawned (:func:`spawn_seeds`:
+    independent streams, the chain's integer seed recorded as usual).
     ``n_jobs``: chains run in parallel processes (joblib); every chain's numbers are the same
     whatever ``n_jobs`` is. Other keyword arguments go to ``epm_lib.fit`` (``T``, ``n_iter``,
     ``test``, ``split_merge``, ...). Returns a :class:`ChainSet`; ``.diagnostics()`` gives
     split-R-hat and ESS.
     """
+    if seed is not None:
+        if seeds is not None:
+            raise ValueError("give seeds (one per chain) or seed (one to spawn them from), not both")
+        seeds = spawn_seeds(seed, len(_as_list("starts", starts, "integers >= 1 or 'data'")))
     starts, seeds = _check_starts_seeds(starts, seeds)
-    for bad in ("K_init", "seed", "init"):
+    for bad in ("K_init", "init"):
         if bad in fit_kwargs:
             raise ValueError(f"pass {bad} through starts/seeds, not as a keyword")
     if n_jobs == 1:

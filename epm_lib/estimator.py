@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .fit import fit as _fit
 from .fit_data import missing_mask, prepare_matrix
+from .fit_options import as_seed
 from .metrics import bernoulli_tdll
 
 __all__ = ["EdgePartitionModel", "DEFAULT_T"]
@@ -57,15 +58,13 @@ def _seed_from(random_state):
     rs = random_state
     if rs is None:
         return int(np.random.SeedSequence().entropy)
-    if isinstance(rs, Integral) and not isinstance(rs, bool):
-        if rs >= 0:
-            return int(rs)
-    elif isinstance(rs, np.random.SeedSequence):
-        return int(rs.generate_state(1, dtype=np.uint64)[0])
-    elif isinstance(rs, np.random.Generator):
-        return int(rs.integers(2 ** 63))
-    elif isinstance(rs, np.random.RandomState):
+    if isinstance(rs, np.random.RandomState):
         return int(rs.randint(0, 2 ** 63 - 1, dtype=np.int64))
+    if isinstance(rs, (Integral, np.random.SeedSequence, np.random.Generator)) and not isinstance(rs, bool):
+        try:
+            return as_seed(rs)              # fit's own conversion (a negative int is refused below)
+        except ValueError:
+            pass
     raise ValueError(f"random_state must be a non-negative integer, a numpy.random.SeedSequence, a "
                      f"numpy.random.Generator, a numpy.random.RandomState or None, got {rs!r}")
 

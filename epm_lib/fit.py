@@ -405,9 +405,11 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
     model : "EPM", "CEPM", "DEPM" or "IDEPM".
     T : truncation level (int >= 1) for the truncated models; must be None for the IDEPM.
     n_iter, n_avg : Gibbs iterations, and how many final ones are averaged (Sec. 5: 600 and 100).
-    seed : seed of the ``numpy.random.Generator`` that drives the whole run (the IDEPM draws the
-        parameters it needs only for predictions from a child stream, ``rng.spawn(1)[0]``);
-        the same seed gives bit-identical results.
+    seed : seed of the ``numpy.random.Generator`` that drives the whole run: a non-negative int (or
+        a list of them), or a ``numpy.random.SeedSequence`` or ``Generator``, turned into an int that
+        the result's settings record (``fit_options.as_seed``; a Generator is advanced by one draw).
+        The IDEPM draws the parameters it needs only for predictions from a child stream,
+        ``rng.spawn(1)[0]``. The same seed gives bit-identical results.
     test : None or (rows, cols, labels): held-out entries, which must be zeros of X. Alone, they
         are observed zeros in training (the paper's protocol); to leave them out of the
         likelihood (the usual link-prediction protocol) also put them in ``mask``.

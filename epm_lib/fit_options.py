@@ -127,7 +127,7 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
     if n_avg > n_iter:
         raise ValueError(f"n_avg = {n_avg} exceeds n_iter = {n_iter}")
     e0, f0 = _check_pos("e0", e0), _check_pos("f0", f0)
-    _check_seed(seed)
+    seed = _check_seed(seed)
     if not isinstance(symmetric, bool):
         raise ValueError(f"symmetric must be True or False, got {symmetric!r}")
     return Options(model=model, T=T, K_init=K_init, n_iter=n_iter, n_avg=n_avg, keep_samples=keep_samples,
@@ -152,14 +152,29 @@ def _check_int(name, v, lo):
     return int(v)
 
 
+def as_seed(seed):
+    """``fit``'s seed from what numpy accepts as one (issue 30, item 5): a non-negative integer, or a
+    non-empty list of them, as is; a ``numpy.random.SeedSequence`` as its first 64-bit word
+    (``generate_state(1, dtype=uint64)[0]``); a ``numpy.random.Generator`` as one draw from
+    [0, 2**63), which advances it. The result is an integer (or list) that a record stores and that
+    reproduces the chain: ``fit(X, m, seed=SeedSequence(5))`` is ``fit(X, m, seed=as_seed(SeedSequence(5)))``.
+    ``ValueError`` naming what is allowed otherwise."""
+    if isinstance(seed, Integral) and not isinstance(seed, bool) and seed >= 0:
+        return int(seed)
+    if isinstance(seed, (list, tuple)) and len(seed) > 0 and all(
+            isinstance(v, Integral) and not isinstance(v, bool) and v >= 0 for v in seed):
+        return [int(v) for v in seed]
+    if isinstance(seed, np.random.SeedSequence):
+        return int(seed.generate_state(1, dtype=np.uint64)[0])
+    if isinstance(seed, np.random.Generator):
+        return int(seed.integers(2 ** 63))
+    raise ValueError(f"seed must be a non-negative integer (or a list of them), a numpy.random.SeedSequence "
+                     f"or a numpy.random.Generator, got {seed!r}")
+
+
 def _check_seed(seed):
-    """A seed for ``numpy.random.default_rng``: a non-negative integer (or a sequence of them)."""
-    ok = (isinstance(seed, Integral) and not isinstance(seed, bool) and seed >= 0)
-    if not ok and isinstance(seed, (list, tuple)) and len(seed) > 0:
-        ok = all(isinstance(v, Integral) and not isinstance(v, bool) and v >= 0 for v in seed)
-    if not ok:
-        raise ValueError(f"seed must be a non-negative integer (or a list of them), got {seed!r}")
-    return seed
+    """A seed for ``numpy.random.default_rng``, as :func:`as_seed` makes it."""
+    return as_seed(seed)
 
 
 def _check_pos(name, v):
