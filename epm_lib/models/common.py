@@ -84,26 +84,26 @@ def _scaled_rows(R, lam):
 @njit(cache=True, inline="always")
 def _draw_atom(rng, s, P, G, T, ri, cj):
     """One customer's atom: inversion of the categorical cdf of the weights ri[k] cj[k] (total s),
-    by a binary search over the group sums P (groups of four atoms) and a scan within the group."""
+    through the group sums P (groups of four atoms): the group is the first g with P[g + 1] > u,
+    then the atom the first k of the group whose running sum exceeds u.
+
+    The weights are >= 0, so the running sums never decrease, and the first index whose sum
+    exceeds u is the number of sums <= u: both searches count instead of branching (no
+    mispredicted jumps; a compare per group, which the compiler vectorises), the same atom as a
+    binary search and a scan that stop at the first sum above u."""
     if s > 0.0:
         u = rng.random() * s
-        lo = 0                  # first group g with P[g + 1] > u
-        hi = G
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if P[mid + 1] > u:
-                hi = mid
-            else:
-                lo = mid + 1
+        lo = 0                  # first group g with P[g + 1] > u (G if none)
+        for g in range(1, G + 1):
+            lo += P[g] <= u
         k0 = 4 * lo
         k1 = min(k0 + 4, T) if lo < G else T
         a = P[lo]
-        k = -1
+        c = 0                   # running sums within the group that are <= u
         for kk in range(k0, k1):
             a += ri[kk] * cj[kk]
-            if u < a:
-                k = kk
-                break
+            c += a <= u
+        k = k0 + c if c < k1 - k0 else -1
         if k < 0 or ri[k] * cj[k] <= 0.0:   # rounding: take the group's last positive weight
             k = k1 - 1
             while k > k0 and ri[k] * cj[k] <= 0.0:
@@ -127,6 +127,29 @@ def _group_sums(ri, cj, P, G, T):
     return acc
 
 
+@njit(cache=True, inline="always")
+def _group_sums_pair(ri, cj, P, rj, dj, Q, G, T):
+    """:func:`_group_sums` of two ones at once, (ri, cj) into P and (rj, dj) into Q: the same sums in
+    the same order for each, computed side by side so that the two chains of dependent additions
+    overlap. Returns both totals."""
+    acc = 0.0
+    acc2 = 0.0
+    P[0] = 0.0
+    Q[0] = 0.0
+    for g in range(G):
+        k = 4 * g
+        acc += (ri[k] * cj[k] + ri[k + 1] * cj[k + 1]) + (ri[k + 2] * cj[k + 2] + ri[k + 3] * cj[k + 3])
+        acc2 += (rj[k] * dj[k] + rj[k + 1] * dj[k + 1]) + (rj[k + 2] * dj[k + 2] + rj[k + 3] * dj[k + 3])
+        P[g + 1] = acc
+        Q[g + 1] = acc2
+    for k in range(4 * G, T):
+        acc += ri[k] * cj[k]
+        acc2 += rj[k] * dj[k]
+    P[G + 1] = acc
+    Q[G + 1] = acc2
+    return acc, acc2
+
+
 @njit(cache=True)
 def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1):
     """The m-step, Eqs. (10)-(11): for every one of X, m_ij. ~ ZTP(sum_k R_ik C_jk lam_k),
@@ -139,9 +162,9 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1)
 
     For speed the rate is summed in groups of four atoms, keeping the running
     sum after each group (a coarse cdf, in a fixed order, so results are the
-    same on every CPU); each customer is then seated by a binary search over
-    the groups and a scan within its group: inversion of the exact
-    categorical cdf. The increments of m_.jk (a random row j per one: a cache
+    same on every CPU), for two ones side by side (``_group_sums_pair``); each
+    customer is then seated by a search over the groups and a scan within its
+    group (``_draw_atom``): inversion of the exact categorical cdf. The increments of m_.jk (a random row j per one: a cache
     miss each on a large matrix) are collected in a small buffer and applied in
     a separate tight loop, where many misses overlap; counts are integers, so
     the order of the increments does not change any result.
@@ -166,17 +189,29 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1)
     Rl = _scaled_rows(R, lam)
     G = T // 4                      # full groups of four atoms; atoms 4G..T-1 form group G
     P = np.empty(G + 2)             # P[g] = sum of the weights of groups < g
+    Q = np.empty(G + 2)             # the same for the next one, computed with this one's
     M = 0
-    max_total = MAX_CUSTOMERS_TOTAL + MAX_CUSTOMERS_PER_ONE_AVG * rows.shape[0]
+    nnz = rows.shape[0]
+    max_total = MAX_CUSTOMERS_TOTAL + MAX_CUSTOMERS_PER_ONE_AVG * nnz
     buf = np.empty(_JK_BUFFER, dtype=np.int64)    # pending increments of m_jk, as flat indices j T + k
     nb = 0
     flat_jk = m_jk.reshape(m_jk.shape[0] * T)
-    for e in range(rows.shape[0]):
+    s_next = 0.0
+    have_next = False               # Q, s_next hold the sums of the one e
+    for e in range(nnz):
         i = rows[e]
         j = cols[e]
         ri = Rl[i]
         cj = C[j]
-        s = _group_sums(ri, cj, P, G, T)
+        if have_next:
+            P, Q = Q, P
+            s = s_next
+            have_next = False
+        elif e + 1 < nnz:
+            s, s_next = _group_sums_pair(ri, cj, P, Rl[rows[e + 1]], C[cols[e + 1]], Q, G, T)
+            have_next = True
+        else:
+            s = _group_sums(ri, cj, P, G, T)
         if not s <= 9.2e18:             # NaN, inf or past int64: the ZTP cannot be drawn
             return -(e + 1)
         n = sample_ztp(rng, s) if e < n_ones else rng.poisson(s)
