@@ -3,6 +3,8 @@ same chains). Each test runs a plain reference (a binary search and a scan that 
 sum above u, a column-by-column Dirichlet draw, ...) and the library's kernel on the same inputs
 and random stream, and asks for identical results; ``benchmarks/golden_chains.py`` checks whole
 chains."""
+import math
+
 import numpy as np
 import pytest
 from numba import njit
@@ -110,3 +112,50 @@ def test_latent_counts_equal_one_at_a_time(T, nnz):
     assert out[0][0] == out[1][0] and out[0][4] == out[1][4]
     for a, b in zip(out[0][1:4], out[1][1:4]):
         np.testing.assert_array_equal(a, b)
+
+
+@njit
+def _reference_log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, e0, f0):
+    """``idepm.log_joint`` before issue 31: one lgamma per count."""
+    a1, a2, g0, c0 = h[0], h[1], h[2], h[3]
+    out = 0.0
+    M = 0
+    for e in range(offsets.shape[0] - 1):
+        m = offsets[e + 1] - offsets[e]
+        M += m
+        out -= math.lgamma(m + 1.0)
+    lg_a1, lg_a2, lg_Ia1, lg_Ja2 = math.lgamma(a1), math.lgamma(a2), math.lgamma(I * a1), math.lgamma(J * a2)
+    for k in range(K):
+        n = float(n_k[k])
+        out += lg_Ia1 - math.lgamma(I * a1 + n) + lg_Ja2 - math.lgamma(J * a2 + n) + math.lgamma(n)
+    for i in range(n_ik.shape[0]):
+        for k in range(K):
+            if n_ik[i, k] > 0:
+                out += math.lgamma(a1 + n_ik[i, k]) - lg_a1
+    for j in range(n_jk.shape[0]):
+        for k in range(K):
+            if n_jk[j, k] > 0:
+                out += math.lgamma(a2 + n_jk[j, k]) - lg_a2
+    log1p_c0 = math.log1p(c0)
+    out += K * math.log(g0) + g0 * (math.log(c0) - log1p_c0) - M * log1p_c0
+    for v in (a1, a2, g0, c0):
+        out += e0 * math.log(f0) - math.lgamma(e0) + (e0 - 1.0) * math.log(v) - f0 * v
+    return out
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_log_joint_table_equals_one_lgamma_per_count(big):
+    from epm_lib.models import idepm
+    rng = np.random.default_rng(3)
+    I, J, K, nnz = 7, 9, 4, 30
+    key = np.sort(rng.choice(I * J, nnz, replace=False))
+    rows, cols = key // J, key % J
+    m = rng.integers(1, 600 if big else 5, nnz)            # past the tables' 256 counts when big
+    offsets = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
+    z = rng.integers(0, K, offsets[-1]).astype(np.int64)
+    z[:K] = np.arange(K)
+    n_ik, n_jk, n_k = common.seat_counts(rows, cols, offsets, z, I, J, K)
+    h = np.array([0.3, 1.7, 2.2, 0.9])
+    a = idepm.log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, 0.01, 0.01)
+    b = _reference_log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, 0.01, 0.01)
+    assert a == b

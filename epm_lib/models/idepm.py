@@ -664,6 +664,10 @@ def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, e
     return offsets, z, n_ik, n_jk, n_k, n_active
 
 
+#: counts below this have their lgamma terms looked up in ``log_joint`` (tables built per call)
+_LGAMMA_TABLE = 256
+
+
 @njit(cache=True)
 def log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, e0, f0):
     """ln P(m, [z] | h) + ln p(h) at a seating: the log of the collapsed chain's target.
@@ -676,15 +680,25 @@ def log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, e0, f0):
 
     and p(h) the Gamma(e0, f0) hyperprior of alpha1, alpha2, gamma0 and c0 (Sec. 5). ``n_ik``,
     ``n_jk``, ``n_k`` are the counts of atoms 0..K-1 (``idepm_sweep`` returns them so); rows and
-    columns without customers contribute 0. Cost O(M + (I' + J') K), one lgamma per non-zero count.
+    columns without customers contribute 0. Cost O(M + (I' + J') K); the lgamma of the small counts
+    (below ``_LGAMMA_TABLE``) are looked up in tables made once per call, the same values added in
+    the same order as one lgamma per count.
     """
     a1, a2, g0, c0 = h[ALPHA1], h[ALPHA2], h[GAMMA0], h[C0]
+    L = _LGAMMA_TABLE
+    lg_m1 = np.empty(L)                 # lgamma(m + 1), lgamma(a1 + m), lgamma(a2 + m) for m < L
+    lg_a1m = np.empty(L)
+    lg_a2m = np.empty(L)
+    for m in range(L):
+        lg_m1[m] = math.lgamma(m + 1.0)
+        lg_a1m[m] = math.lgamma(a1 + m)
+        lg_a2m[m] = math.lgamma(a2 + m)
     out = 0.0
     M = 0
     for e in range(offsets.shape[0] - 1):
         m = offsets[e + 1] - offsets[e]
         M += m
-        out -= math.lgamma(m + 1.0)
+        out -= lg_m1[m] if m < L else math.lgamma(m + 1.0)
     lg_a1 = math.lgamma(a1)
     lg_a2 = math.lgamma(a2)
     lg_Ia1 = math.lgamma(I * a1)
@@ -694,12 +708,14 @@ def log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, e0, f0):
         out += lg_Ia1 - math.lgamma(I * a1 + n) + lg_Ja2 - math.lgamma(J * a2 + n) + math.lgamma(n)
     for i in range(n_ik.shape[0]):
         for k in range(K):
-            if n_ik[i, k] > 0:
-                out += math.lgamma(a1 + n_ik[i, k]) - lg_a1
+            v = n_ik[i, k]
+            if v > 0:
+                out += (lg_a1m[v] if v < L else math.lgamma(a1 + v)) - lg_a1
     for j in range(n_jk.shape[0]):
         for k in range(K):
-            if n_jk[j, k] > 0:
-                out += math.lgamma(a2 + n_jk[j, k]) - lg_a2
+            v = n_jk[j, k]
+            if v > 0:
+                out += (lg_a2m[v] if v < L else math.lgamma(a2 + v)) - lg_a2
     log1p_c0 = math.log1p(c0)
     out += K * math.log(g0) + g0 * (math.log(c0) - log1p_c0) - M * log1p_c0
     for v in (a1, a2, g0, c0):
