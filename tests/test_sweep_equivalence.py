@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from epm_lib.distributions import sample_ztp
+from epm_lib.distributions import sample_dirichlet, sample_ztp
 from epm_lib.models import common
 
 
@@ -159,3 +159,31 @@ def test_log_joint_table_equals_one_lgamma_per_count(big):
     a = idepm.log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, 0.01, 0.01)
     b = _reference_log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, 0.01, 0.01)
     assert a == b
+
+
+@njit
+def _reference_dirichlet_columns(rng, m_xk, alpha, out):
+    """``depm.sample_dirichlet_columns`` before issue 31: one column at a time."""
+    n, T = out.shape
+    conc = np.empty(n)
+    col = np.empty(n)
+    for k in range(T):
+        for x in range(n):
+            conc[x] = alpha + m_xk[x, k]
+        sample_dirichlet(rng, conc, col)
+        for x in range(n):
+            out[x, k] = col[x]
+
+
+@pytest.mark.parametrize("T", [1, 7, 8, 9, 20])
+def test_dirichlet_columns_blocked_equal_one_column_at_a_time(T):
+    from epm_lib.models import depm
+    m_xk = np.random.default_rng(T).poisson(0.7, (33, T)).astype(np.int64)
+    out = []
+    for fn in (_reference_dirichlet_columns, depm.sample_dirichlet_columns):
+        g = np.random.default_rng(1)
+        phi = np.empty((33, T))
+        fn(g, m_xk, 0.05, phi)
+        out.append((phi, g.bit_generator.state))
+    np.testing.assert_array_equal(out[0][0], out[1][0])
+    assert out[0][1] == out[1][1]

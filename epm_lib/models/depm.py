@@ -29,18 +29,31 @@ __all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES",
            "sample_dirichlet_columns", "sample_concentration", "depm_sweep"]
 
 
+#: atoms per block of ``sample_dirichlet_columns`` (one 64-byte cache line of a row of counts)
+_COLUMN_BLOCK = 8
+
+
 @njit(cache=True)
 def sample_dirichlet_columns(rng, m_xk, alpha, out):
-    """{phi_ik}_i ~ Dirichlet({alpha1 + m_i.k}_i) for every atom k (Eqs. (30)-(31)); written into ``out``."""
+    """{phi_ik}_i ~ Dirichlet({alpha1 + m_i.k}_i) for every atom k (Eqs. (30)-(31)); written into ``out``.
+
+    The columns are drawn in the order k = 0, 1, ..., each by ``sample_dirichlet``. The counts and
+    ``out`` are read and written by rows, ``_COLUMN_BLOCK`` atoms at a time (through a small
+    transposed buffer), not down one column per atom."""
     n, T = out.shape
-    conc = np.empty(n)
-    col = np.empty(n)
-    for k in range(T):
+    B = _COLUMN_BLOCK
+    conc = np.empty((B, n))
+    col = np.empty((B, n))
+    for k0 in range(0, T, B):
+        kb = min(B, T - k0)
         for x in range(n):
-            conc[x] = alpha + m_xk[x, k]
-        sample_dirichlet(rng, conc, col)
+            for b in range(kb):
+                conc[b, x] = alpha + m_xk[x, k0 + b]
+        for b in range(kb):
+            sample_dirichlet(rng, conc[b], col[b])
         for x in range(n):
-            out[x, k] = col[x]
+            for b in range(kb):
+                out[x, k0 + b] = col[b, x]
 
 
 @njit(cache=True)
