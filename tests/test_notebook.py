@@ -223,7 +223,7 @@ def test_setup_chapter_quiets_switches_inline_then_styles(monkeypatch):
     is one, then book_style (its rcParams and palette), in that order; outside IPython only the rest."""
     import IPython
     import matplotlib.pyplot as plt
-    from epm_lib import notebook
+    from epm_lib.book import notebook      # the module itself: epm_lib.notebook only re-exports it
     from epm_lib.results import OKABE_ITO
 
     calls = []

@@ -1,4 +1,5 @@
-"""epm_lib.results and epm_lib.figures: the helpers of the Part III chapters, on the committed
+"""epm_lib.book's records, tables, verdicts and figures (through epm_lib.results and epm_lib.figures,
+the names the chapters import): the helpers of the Part III chapters, on the committed
 Enron09 records and on small synthetic record lists."""
 import copy
 from pathlib import Path
@@ -12,7 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from epm_lib import figures as F  # noqa: E402
 from epm_lib import results as R  # noqa: E402
+from epm_lib.chains import agree  # noqa: E402
 from epm_lib.experiments import PAPER_T  # noqa: E402
+from epm_lib.fit_options import DEFAULT_K_INIT  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -232,7 +235,7 @@ def test_check_converged_names_the_problem(converged):
     with pytest.raises(ValueError, match="K constant in every chain"):
         R.check_converged([bad])
     bad["K_mean_per_chain"] = [2.0] * 4
-    bad["converged"] = R.agree(bad["diagnostics"]["tdll"], bad["settings"]["rhat"])
+    bad["converged"] = agree(bad["diagnostics"]["tdll"], bad["settings"]["rhat"])
     assert R.check_converged([bad]) == 1
     bad = copy.deepcopy(converged[0])
     bad["tdll"] = 0.5
@@ -281,7 +284,7 @@ def test_h3_level_and_verdicts_against_the_best_depm(enron, converged):
     assert R.h3_level(base, folds) == 128
     table = R.verdict_changes(enron, base)[0]
     assert "H2 DEPM-128 best" not in table
-    shift = {T: 0.001 * (T == 16) - 0.002 * (T < 16) for T in R.PAPER_T if T != 128}
+    shift = {T: 0.001 * (T == 16) - 0.002 * (T < 16) for T in PAPER_T if T != 128}
     extra = [dict(copy.deepcopy(r), T=T, tdll=r["tdll"] + dt + 1e-5 * (r["fold"] % 3))
              for r in base if r["model"] == "DEPM" and r["fold"] in folds for T, dt in shift.items()]
     assert R.h3_level(base + extra, folds) == "best"
@@ -397,7 +400,7 @@ def _synthetic(n_folds=R.EXPECTED_FOLDS, models=("EPM", "CEPM", "DEPM"), shift=0
                 recs.append(dict(model=m, T=T, fold=f, K_mean=min(T, 20) - 0.1 * f,
                                  tdll=-0.1 + 0.001 * np.log2(T) + 0.0005 * f + shift,
                                  tdauc_pr=0.2 + 0.01 * np.log2(T) + 0.002 * f))
-        recs.append(dict(model="IDEPM", T=None, fold=f, K_init=R.DEFAULT_K_INIT, K_mean=15.0 + f,
+        recs.append(dict(model="IDEPM", T=None, fold=f, K_init=DEFAULT_K_INIT, K_mean=15.0 + f,
                          tdll=-0.09 + 0.0005 * f + shift, tdauc_pr=0.3 + 0.002 * f))
     return recs
 

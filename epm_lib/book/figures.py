@@ -3,9 +3,10 @@
 One layout for every figure of chapters 22 and 23: titled panels in a grid, one legend for the
 whole figure above the panels (outside them), the truncation levels T = 2 ... 128 on a log2 axis
 labelled 2, 8, 32, 128, and the x label on the bottom row only (:func:`finish_figure`). The panels
-are :func:`epm_lib.results.plot_metric`'s (mean ± SE over the folds, the IDEPM as a band, the
-baselines as horizontal lines) in the Okabe-Ito colours of :data:`epm_lib.results.STYLE`.
+are :func:`plot_metric`'s (mean ± SE over the folds, the IDEPM as a band, the baselines as
+horizontal lines) in the Okabe-Ito colours of :data:`~epm_lib.book.style.STYLE`.
 
+- :func:`plot_metric`: one panel of Fig. 2, one metric of one data set against T;
 - :func:`fig2_figure`: the paper's Fig. 2 (K, TDLL and TDAUC-PR against T), one data set per row;
 - :func:`protocols_figure`: Fig. 2 of one data set under the paper's 600-sweep protocol and the
   converged one, side by side on the same folds.
@@ -16,13 +17,53 @@ from __future__ import annotations
 
 import numpy as np
 
-from .experiments import PAPER_T
-from .results import DATASET_NAMES, METRICS, STYLE, on_folds, plot_metric
+from ..experiments import PAPER_T
+from .records import DATASET_NAMES, EXPECTED_FOLDS, METRICS, baseline_values, on_folds, values
+from .style import BASELINE_STYLE, STYLE
+from .tables import mean_se
 
-__all__ = ["finish_figure", "fig2_figure", "protocols_figure", "T_TICKS"]
+__all__ = ["plot_metric", "finish_figure", "fig2_figure", "protocols_figure", "T_TICKS"]
 
 #: The truncation levels labelled on the T axis (the others keep an unlabelled tick).
 T_TICKS = (2, 8, 32, 128)
+
+
+def plot_metric(ax, recs, metric, models, baselines=None):
+    """One panel of Fig. 2: mean +/- SE over folds against T (log2, models dodged sideways by a few
+    percent so that their bars do not overlap), the IDEPM as a band, and with ``baselines`` (the
+    data set's baseline records) the fold means of :data:`BASELINE_STYLE`'s baselines as
+    horizontal lines (TDLL and TDAUC-PR only; same folds, held-out entries as zeros).
+    Points with fewer than 10 folds are hollow and labelled with their number of folds."""
+    for i, m in enumerate(models):
+        stats = [(T, *mean_se(values(recs, m, T, metric))) for T in PAPER_T]
+        stats = [s for s in stats if s[3] > 0]
+        if not stats:
+            continue
+        T, mu, se, n = map(np.array, zip(*stats))
+        T = T * 2.0 ** (0.05 * (i - (len(models) - 1) / 2))    # dodge the models sideways
+        st = STYLE[m]
+        ax.errorbar(T, mu, yerr=np.nan_to_num(se), color=st["color"], ls=st["ls"], marker=st["marker"],
+                    ms=4, capsize=2, lw=1, label=m)
+        few = n < EXPECTED_FOLDS
+        ax.plot(T[few], mu[few], ls="none", marker=st["marker"], ms=7, mfc="w", color=st["color"])
+        for t, y, k in zip(T[few], mu[few], n[few]):
+            ax.annotate(str(k), (t, y), textcoords="offset points", xytext=(3, 3), fontsize=7,
+                        color=st["color"])
+    mu, se, n = mean_se(values(recs, "IDEPM", None, metric))
+    if n:
+        ax.axhline(mu, color="k", lw=1, label="IDEPM" + ("" if n == EXPECTED_FOLDS else f" ({n} folds)"))
+        if np.isfinite(se):
+            ax.axhspan(mu - se, mu + se, color="k", alpha=0.12, lw=0)
+    if baselines and metric in ("tdll", "tdauc_pr"):
+        for name, st in BASELINE_STYLE.items():
+            mu, _, n = mean_se(baseline_values(baselines, name, metric))
+            if n:
+                ax.axhline(mu, **{**st, "label": st["label"] + ("" if n == EXPECTED_FOLDS
+                                                                 else f" ({n} folds)")})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(PAPER_T, [str(t) for t in PAPER_T])
+    ax.set_xlim(PAPER_T[0] / 1.25, PAPER_T[-1] * 1.25)
+    ax.set_xlabel("truncation level T")
 
 
 def finish_figure(fig, axes, ylim=True, labels=None):
@@ -30,7 +71,7 @@ def finish_figure(fig, axes, ylim=True, labels=None):
     at :data:`T_TICKS` only (no minor ticks), "truncation level T" under the bottom row only, and one
     legend for the whole figure above the panels (``loc="outside upper center"``: the figure needs
     ``layout="constrained"``), each label once: the models in the order of
-    :data:`~epm_lib.results.STYLE`, then the other lines (IDEPM with fewer folds, baselines), read
+    :data:`~epm_lib.book.style.STYLE`, then the other lines (IDEPM with fewer folds, baselines), read
     row by row in at most three columns. ``ylim``: widen each panel's y-range to hold every line
     with a margin of 6 % (``axhline`` does not widen it by itself, so an IDEPM band or a baseline
     could sit on the frame); ``labels``: {label: text shown in the legend}. Returns ``fig``."""
@@ -65,7 +106,7 @@ def fig2_figure(data, baselines=None, models=("EPM", "CEPM", "DEPM"), metrics=tu
                 width=7.5, row_height=2.25):
     """The paper's Fig. 2 (Ohama et al. 2017, Fig. 2: K, TDLL and TDAUC-PR against the truncation
     level T): one row per data set of ``data`` ({data set: records}, in its order), one column per
-    metric, each panel titled "<data set>: <metric>" (:data:`~epm_lib.results.DATASET_NAMES`);
+    metric, each panel titled "<data set>: <metric>" (:data:`~epm_lib.book.records.DATASET_NAMES`);
     ``baselines`` ({data set: baseline records}) adds the baselines to the TDLL and TDAUC-PR panels.
     ``width`` x (``row_height`` per row + 0.5) inches, the legend above the panels
     (:func:`finish_figure`, with ``labels``). Returns the figure."""

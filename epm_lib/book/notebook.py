@@ -1,4 +1,8 @@
-"""Checking a chapter's parameters.
+"""What every chapter calls: its setup (``setup_chapter``: ``quiet_first_run``, figures inline,
+``book_style``), the check of its parameters (``check_parameters``), the glued numbers of its opening
+box (``key_result``), the watermark line that ends it (``versions``) and ``import_arviz``.
+
+Checking a chapter's parameters.
 
 Each chapter keeps its settings in one cell tagged ``parameters``; papermill
 reruns it with other values by injecting a cell, whose source starts with
@@ -22,7 +26,10 @@ import math
 import numbers
 import os
 
-__all__ = ["book_style", "versions", "import_arviz", "quiet_first_run", "check_parameters", "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies", "key_result"]
+from .style import BOOK_RC, OKABE_ITO
+
+__all__ = ["setup_chapter", "book_style", "BOOK_RC", "versions", "import_arviz", "quiet_first_run", "check_parameters",
+           "Int", "Float", "Str", "Dir", "Choice", "ListOf", "Optional", "Satisfies", "key_result"]
 
 INJECTED_HEADER = "# Parameters"
 
@@ -194,18 +201,13 @@ def check_parameters(namespace, /, **specs):
         spec.check(name, namespace[name], namespace)
 
 
-#: the rcParams of every chapter's figures (STYLE.md: 150 dpi, text at 10 pt, legends as large)
-BOOK_RC = {"figure.dpi": 150, "savefig.dpi": 150, "font.size": 10, "legend.fontsize": 10}
-
-
 def book_style() -> list:
     """Set the book's figure style (``BOOK_RC``) and return its colour-blind-safe palette
-    (``results.OKABE_ITO``, Okabe & Ito, as a new list). A chapter's setup cell calls it once, after
+    (``style.OKABE_ITO``, Okabe & Ito, as a new list). A chapter's setup cell calls it once, after
     ``%matplotlib inline`` (the inline backend sets its own ``figure.dpi`` when it is switched on):
     ``OKABE_ITO = book_style()``."""
     import matplotlib.pyplot as plt
 
-    from .results import OKABE_ITO
     plt.rcParams.update(BOOK_RC)
     return list(OKABE_ITO)
 
@@ -236,7 +238,7 @@ def versions(*extra) -> str:
     import numpy
     import scipy
 
-    from . import __version__
+    from .. import __version__
     parts = [f"python {sys.version.split()[0]}", f"numpy {numpy.__version__}", f"scipy {scipy.__version__}",
              f"numba {numba.__version__}", f"epm_lib {__version__}"]
     parts += [f"{m.__name__} {m.__version__}" for m in extra]
@@ -246,7 +248,7 @@ def versions(*extra) -> str:
 def import_arviz():
     """``arviz``, imported without the FutureWarning that arviz 0.23 prints on its first import of
     each day (a chapter's output must not depend on the date or on what ran before it)."""
-    from .chains import _arviz
+    from ..chains import _arviz
     return _arviz()
 
 

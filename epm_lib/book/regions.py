@@ -10,7 +10,7 @@ cap (*capped*). Its record holds each start's chains pooled (``groups``), each c
 This module turns such records into what chapter 26b decides:
 
 - :func:`region_records` / :func:`chain_records`: the records of one region, or of one chain, in
-  the form of ``results.verdict_parts`` (model, T, fold, K_mean, tdll, tdauc_pr), so that chapter
+  the form of ``verdicts.verdict_parts`` (model, T, fold, K_mean, tdll, tdauc_pr), so that chapter
   26's criteria apply to each unchanged;
 - :func:`preference`: which region the held-out entries prefer (mean stacking weight; how often a
   region's pooled TDLL is the higher);
@@ -25,8 +25,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..results import (CONVERGED_MODELS, EXPECTED_FOLDS, PART_ORDER, common_folds, h3_level, on_folds,
-                       verdict_parts)
+from ..experiments import load_converged
+from .records import CONVERGED_MODELS, EXPECTED_FOLDS, common_folds, on_folds
+from .verdicts import PART_ORDER, h3_level, verdict_parts
 
 __all__ = ["REGION_NAMES", "load_datastart", "check_datastart", "region_records", "chain_records",
            "preference", "region_verdicts", "run_labels", "MARK"]
@@ -72,7 +73,6 @@ def check_datastart(recs) -> int:
 def load_datastart(results_dir, dataset) -> list[dict]:
     """The converged-protocol records of ``dataset`` whose chains include the data's start (run ids
     ``...-datastart-converged``), checked (:func:`check_datastart`); [] if there are none."""
-    from ..experiments import load_converged
     recs = [r for r in load_converged(results_dir, dataset) if "data" in r["settings"]["starts"]]
     check_datastart(recs)
     return recs
@@ -89,7 +89,7 @@ def _as_record(rec, src, run_id):
 
 def region_records(recs, label) -> list[dict]:
     """One record per run for the chains of one start pooled (``label``: ``"data"``, or
-    ``"other"`` for the run's other start), in the form ``results.verdict_parts`` reads."""
+    ``"other"`` for the run's other start), in the form ``verdicts.verdict_parts`` reads."""
     return [_as_record(r, r["groups"][_other(r) if label == "other" else label], r["run_id"]) for r in recs]
 
 
@@ -126,8 +126,8 @@ def preferred(recs) -> str:
 
 def region_verdicts(paper, recs, parts=PART_ORDER):
     """Chapter 26's criteria applied to each region and to each chain of the preferred region, on
-    the folds every model has a data-start run on (``results.common_folds``; H3 against the best
-    DEPM-T when every T is there, ``results.h3_level``).
+    the folds every model has a data-start run on (``records.common_folds``; H3 against the best
+    DEPM-T when every T is there, ``verdicts.h3_level``).
 
     Returns ``(table, detail, info)``: ``table`` a DataFrame with one row per part: the verdict of
     the 600-sweep runs on the same folds (``paper``: Sec. 5's records), of the data's start, of the

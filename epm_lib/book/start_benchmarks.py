@@ -1,0 +1,93 @@
+"""The benchmarks of the starts (``benchmarks/bench_starts.py``), read for chapters 29 and 29b: its
+JSON files as {label: {fold: score}} (:func:`planted_scores`, :func:`network_scores`), and the
+default start against the paper's on chapter 30's networks (:func:`start_differences`, with the
+keys' :func:`start_tag`). The values feed ``tables.mean_se`` like those of ``records.values``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .tables import paired
+
+__all__ = ["planted_scores", "network_scores", "START_METRICS", "START_SEED", "START_SWEEPS", "start_tag",
+           "start_differences"]
+
+
+def planted_scores(bench, metric="tdauc_pr"):
+    """{label: {fold: score}} of ``benchmarks/bench_starts.py``'s planted-partition runs (its JSON file,
+    ``benchmarks/starts_planted.json``, as a dict): one label per model and start ("IDEPM/data",
+    "DEPM/paper", "EPM/data+hold", ...), and "SVD" for the truncated SVD of chosen rank
+    (``score_baselines``' "svd-auto") on the same folds; toy90's runs and the network's description
+    are left out. The values feed :func:`mean_se` like those of :func:`values`."""
+    out = {}
+    for key, rec in bench.items():
+        fold, _, name = key.partition("/")
+        if not fold.isdigit():
+            continue
+        label, score = ("SVD", rec["svd-auto"][metric]) if name == "SVD" else (name, rec[metric])
+        out.setdefault(label, {})[int(fold)] = float(score)
+    return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
+
+
+def network_scores(bench, metric="tdauc_pr"):
+    """{network: {label: {fold: score}}} of ``benchmarks/bench_starts.py``'s five community networks
+    (its ``starts_networks.json`` as a dict, keys "network/fold/model/start" and "network/fold/SVD"):
+    one label per model and start ("IDEPM/default", "DEPM/truth", "EPM/paper", ...) and "SVD", the
+    better of the two truncated SVDs (``score_baselines``' "svd-auto" and "svd-k16") on each fold, as the
+    benchmark's table reads it; the networks' "info" records are left out. Feeds :func:`mean_se`."""
+    out = {}
+    for key, rec in bench.items():
+        parts = key.split("/")
+        if len(parts) == 3 and parts[2] == "SVD":
+            net, fold, label = parts[0], int(parts[1]), "SVD"
+            score = max(rec["svd-auto"][metric], rec["svd-k16"][metric])
+        elif len(parts) == 4:
+            net, fold, label = parts[0], int(parts[1]), f"{parts[2]}/{parts[3]}"
+            score = rec[metric]
+        else:
+            continue
+        out.setdefault(net, {}).setdefault(label, {})[fold] = float(score)
+    return {n: {k: dict(sorted(v.items())) for k, v in sorted(d.items())} for n, d in out.items()}
+
+
+#: chapter 30's metrics in ``benchmarks/starts_chapter30.json``, in the order its tables show them
+START_METRICS = ("tdauc_pr", "tdauc_roc", "tdll")
+#: chapter 30's seed and chain length: records of other seeds or lengths carry a tag (``start_tag``)
+START_SEED, START_SWEEPS = 2017, 500
+
+
+def start_tag(start, seed=START_SEED, sweeps=START_SWEEPS):
+    """The last part of a ``starts_chapter30.json`` key: the start, then "@seed" unless chapter 30's
+    seed and "~sweeps" unless its 500 sweeps (``benchmarks/bench_starts.py`` writes it, and
+    :func:`start_differences` reads it)."""
+    return start + ("" if seed == START_SEED else f"@{seed}") + ("" if sweeps == START_SWEEPS else f"~{sweeps}")
+
+
+def start_differences(bench, seeds, sweeps=START_SWEEPS, metrics=START_METRICS):
+    """Default start minus the paper's on chapter 30's networks (``benchmarks/bench_starts.py --part
+    chapter30``; its ``starts_chapter30.json`` as a dict, keys "network/protocol/fold/model/" + :func:`start_tag`):
+    each fold's scores averaged over the chains of ``seeds`` first (a fold counts only when every chain
+    of both starts is stored), then the paired differences over the folds.
+
+    Returns {(network, protocol, model): {metric: (mean difference, SE, folds, mean default, mean
+    paper)}}, in the records' order."""
+    out = {}
+    cells = dict.fromkeys(tuple(k.split("/")[i] for i in (0, 1, 3)) for k in bench
+                          if k.count("/") == 4 and k.split("/")[3] != "SVD")
+    for net, protocol, model in cells:
+        per_fold = {}
+        for f in sorted({int(k.split("/")[2]) for k in bench if k.startswith(f"{net}/{protocol}/")}):
+            base = f"{net}/{protocol}/{f}/{model}/"
+            recs = {st: [bench.get(base + start_tag(st, s, sweeps)) for s in seeds] for st in ("default", "paper")}
+            if all(r is not None for rs in recs.values() for r in rs):
+                per_fold[f] = {st: {m: float(np.mean([r[m] for r in rs])) for m in metrics}
+                               for st, rs in recs.items()}
+        if per_fold:
+            out[(net, protocol, model)] = {}
+            for m in metrics:
+                d, se, n = paired({f: v["default"][m] for f, v in per_fold.items()},
+                                  {f: v["paper"][m] for f, v in per_fold.items()})
+                out[(net, protocol, model)][m] = (float(d), float(se), int(n),
+                                                  float(np.mean([v["default"][m] for v in per_fold.values()])),
+                                                  float(np.mean([v["paper"][m] for v in per_fold.values()])))
+    return out
