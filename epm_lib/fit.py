@@ -444,7 +444,8 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         start's wall time, not in ``seconds``).
     hold : None, or (sweeps, cap): a burn-in hold. For the chain's first ``sweeps`` iterations,
         after each sweep the shape parameters alpha1, alpha2 (DEPM, IDEPM) or a1, a2 (EPM, CEPM)
-        are capped at ``cap`` (keeps atoms sharp while the chain finds the data's structure);
+        are capped at ``cap`` (keeps atoms sharp while the chain finds the data's structure; ``cap`` at
+        least ``fit_options.HOLD_CAP_MIN`` = 0.001, from which the chain recovers);
         afterwards the exact kernel runs untouched. Measured (``benchmarks/bench_starts.py --part
         holds``, ``chapters/29b_checking_starts``): (300, 0.1) rescues the IDEPM's random start on
         every network tried; from the truncated models' start on all T atoms it also freezes

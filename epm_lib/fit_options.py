@@ -15,7 +15,7 @@ import numpy as np
 
 from . import starts
 
-__all__ = ["MODELS", "DEFAULT_K_INIT", "DEFAULT_SPLIT_MERGE", "KEEP_BYTES", "MODEL_OPTIONS",
+__all__ = ["MODELS", "DEFAULT_K_INIT", "DEFAULT_SPLIT_MERGE", "HOLD_CAP_MIN", "KEEP_BYTES", "MODEL_OPTIONS",
            "Options", "check_options"]
 
 MODELS = ("EPM", "CEPM", "DEPM", "IDEPM")
@@ -26,6 +26,11 @@ KEEP_BYTES = 64 * 2 ** 20
 #: split-merge proposals per iteration of the IDEPM and DEPM (``fit(split_merge=...)``); 0 is the
 #: paper's plain Gibbs sampler, still the default while the book's chapters show its protocol
 DEFAULT_SPLIT_MERGE = 0
+#: smallest cap of a burn-in hold (``fit(hold=(sweeps, cap))``). The chapters and benchmarks hold at
+#: 0.03 to 1; below 1e-3 the shape parameters leave the hold so small that the chain does not recover
+#: within a run (an IDEPM held at 1e-4 still has alpha near 5e-5 forty sweeps later, at 1e-300 near
+#: 4e-261), and at 1e-200 the IDEPM's kernel divides by zero
+HOLD_CAP_MIN = 1e-3
 
 
 def _exact_or_paper(name, v):
@@ -136,14 +141,19 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
 
 
 def _check_hold(hold, model):
-    """``fit(hold=...)``: None or (sweeps >= 1, cap > 0 finite) -> a tuple (int, float)."""
+    """``fit(hold=...)``: None or (sweeps >= 1, cap >= ``HOLD_CAP_MIN``, finite) -> a tuple (int, float)."""
     if hold is None:
         return None
     names = "a1, a2" if model in ("EPM", "CEPM") else "alpha1, alpha2"
     if not isinstance(hold, (tuple, list)) or len(hold) != 2:
         raise ValueError(f"hold must be None or a pair (sweeps, cap): cap {names} at cap for the first "
                          f"sweeps iterations, e.g. hold=(300, 0.1); got {hold!r}")
-    return _check_int("hold's sweeps", hold[0], 1), _check_pos("hold's cap", hold[1])
+    sweeps, cap = _check_int("hold's sweeps", hold[0], 1), hold[1]
+    if isinstance(cap, bool) or not isinstance(cap, Real) or not math.isfinite(cap) or cap < HOLD_CAP_MIN:
+        raise ValueError(f"hold's cap must be a number >= {HOLD_CAP_MIN:g} (the value {names} are held at; "
+                         f"0.1 is the measured one, chapter 29b), got {cap!r}: below {HOLD_CAP_MIN:g} the "
+                         f"shape parameters leave the hold too small to recover during the run")
+    return sweeps, float(cap)
 
 
 def _check_int(name, v, lo):

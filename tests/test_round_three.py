@@ -69,3 +69,26 @@ def test_a_resumed_chain_records_the_settings_it_ran_with():
     assert np.array_equal(c.K, whole.K) and np.array_equal(same.K, b.K)
     for k in ("seed", "hold", "K_init", "init", "K_start"):
         assert c.settings[k] == whole.settings[k], k
+
+
+# ----------------------------------------------------------------------------------------------
+# round three, the remaining defects (issue 30, item 6)
+# ----------------------------------------------------------------------------------------------
+
+def quiet_chains(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return epm_lib.fit_chains(*args, **kwargs)
+
+
+@pytest.mark.parametrize("model, T", [("IDEPM", None), ("DEPM", 4), ("EPM", 4)])
+@pytest.mark.parametrize("cap", [1e-200, 1e-300, 1e-4, 0.0009])
+def test_a_hold_cap_too_small_to_recover_from_is_refused(model, T, cap):
+    """1e-200 divided by zero in the IDEPM's kernel; 1e-300 left alpha1 near 4e-261 for good."""
+    with pytest.raises(ValueError, match=r"hold's cap must be a number >= 0\.001 .*got " + repr(cap)):
+        epm_lib.fit(small(), model, T=T, n_iter=20, n_avg=5, hold=(10, cap))
+
+
+def test_the_smallest_hold_cap_allowed_runs():
+    r = epm_lib.fit(small(), "IDEPM", n_iter=20, n_avg=5, hold=(10, 0.001))
+    assert r.settings["hold"] == [10, 0.001] and np.isfinite(r.hyper["alpha1"]).all()
