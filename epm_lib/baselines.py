@@ -48,6 +48,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from .fit_data import _check_symmetric, _symmetric_test, mask_entries, prepare_matrix
+from .fit_options import check_bool
 from .metrics import auc_roc, bernoulli_tdll, tdauc_pr
 
 __all__ = [
@@ -588,8 +589,7 @@ def score_baselines(X_train, test, mask=None, seed=0, k=(DEFAULT_K, "auto"), pse
     (a masked pair is missing in both directions), and a pair scored by (p_ij + p_ji) / 2.
     """
     I, J, ones = _train_matrix(X_train)
-    if not isinstance(symmetric, bool):
-        raise ValueError(f"symmetric must be True or False, got {symmetric!r}")
+    symmetric = check_bool("symmetric", symmetric)
     if symmetric:
         _check_symmetric(I, J, ones // J, ones % J)
         if mask is not None:

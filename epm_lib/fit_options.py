@@ -16,7 +16,7 @@ import numpy as np
 from . import starts
 
 __all__ = ["MODELS", "DEFAULT_K_INIT", "DEFAULT_SPLIT_MERGE", "HOLD_CAP_MIN", "KEEP_BYTES", "MODEL_OPTIONS",
-           "Options", "check_options"]
+           "Options", "check_options", "check_bool"]
 
 MODELS = ("EPM", "CEPM", "DEPM", "IDEPM")
 #: IDEPM start: customers spread at random over this many atoms (capped at the number of ones).
@@ -133,8 +133,7 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
         raise ValueError(f"n_avg = {n_avg} exceeds n_iter = {n_iter}")
     e0, f0 = _check_pos("e0", e0), _check_pos("f0", f0)
     seed = _check_seed(seed)
-    if not isinstance(symmetric, bool):
-        raise ValueError(f"symmetric must be True or False, got {symmetric!r}")
+    symmetric = check_bool("symmetric", symmetric)
     return Options(model=model, T=T, K_init=K_init, n_iter=n_iter, n_avg=n_avg, keep_samples=keep_samples,
                    e0=e0, f0=f0, seed=seed, init=init, hold=_check_hold(hold, model), symmetric=symmetric,
                    **given)
@@ -154,6 +153,14 @@ def _check_hold(hold, model):
                          f"0.1 is the measured one, chapter 29b), got {cap!r}: below {HOLD_CAP_MIN:g} the "
                          f"shape parameters leave the hold too small to recover during the run")
     return sweeps, float(cap)
+
+
+def check_bool(name, v) -> bool:
+    """``v`` as a Python bool if it is ``True`` or ``False`` (numpy's ``np.True_``, ``np.False_``
+    too); anything else (1, "yes", None, an array) is a ``ValueError`` naming ``name``."""
+    if not isinstance(v, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {v!r} ({type(v).__name__})")
+    return bool(v)
 
 
 def _check_int(name, v, lo):

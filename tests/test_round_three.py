@@ -92,3 +92,44 @@ def test_a_hold_cap_too_small_to_recover_from_is_refused(model, T, cap):
 def test_the_smallest_hold_cap_allowed_runs():
     r = epm_lib.fit(small(), "IDEPM", n_iter=20, n_avg=5, hold=(10, 0.001))
     assert r.settings["hold"] == [10, 0.001] and np.isfinite(r.hyper["alpha1"]).all()
+
+
+@pytest.mark.parametrize("flag", [np.True_, np.False_, True, False])
+def test_symmetric_accepts_numpy_booleans(flag):
+    X = small(3)
+    X = ((X + X.T) > 0).astype(np.int8)
+    r = epm_lib.fit(X, "DEPM", T=3, n_iter=4, n_avg=2, symmetric=flag)
+    assert r.settings["symmetric"] is bool(flag)
+
+
+@pytest.mark.parametrize("flag", [1, 0, "yes", None, np.array([True])])
+def test_symmetric_refuses_what_is_not_a_boolean(flag):
+    with pytest.raises(ValueError, match="symmetric must be True or False"):
+        epm_lib.fit(small(), "DEPM", T=3, n_iter=4, n_avg=2, symmetric=flag)
+
+
+def test_score_baselines_accepts_numpy_booleans_for_symmetric():
+    from epm_lib.baselines import score_baselines
+    X = small(3)
+    X = ((X + X.T) > 0).astype(np.int8)
+    zeros = np.argwhere(np.triu(X == 0, 1))[:8]
+    test = (zeros[:, 0], zeros[:, 1], np.zeros(8, int))
+    a = score_baselines(X, test, symmetric=np.True_, k=(2,))
+    assert repr(a) == repr(score_baselines(X, test, symmetric=True, k=(2,)))   # NaN AUCs: no test one
+    with pytest.raises(ValueError, match="symmetric must be True or False"):
+        score_baselines(X, test, symmetric=1, k=(2,))
+
+def test_choose_rank_refuses_what_is_not_a_binary_matrix():
+    X = small(4)
+    with pytest.raises(ValueError, match="X must be binary"):
+        starts.choose_rank(X * 3)
+    nan = X.astype(float)
+    nan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN"):
+        starts.choose_rank(nan)
+    with pytest.raises(ValueError, match="symmetric=True needs a symmetric X"):
+        starts.choose_rank(X, symmetric=True)
+    with pytest.raises(ValueError, match="symmetric=True needs a square matrix"):
+        starts.choose_rank(X[:, :10], symmetric=True)
+    with pytest.raises(ValueError, match="symmetric must be True or False"):
+        starts.choose_rank(X, symmetric="no")
