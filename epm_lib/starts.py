@@ -133,6 +133,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from .fit_data import _check_symmetric, prepare_matrix
+
 __all__ = ["choose_rank", "kl_nmf", "data_start", "factors_state", "labels_start", "Labels", "check_labels", "enough", "check_enough", "INITS", "K_MAX", "MARGIN", "K_FLOOR", "MIN_ONES"]
 
 #: the start options of ``fit(init=...)`` per model, the paper's first (``init=None``, the default,
@@ -203,9 +205,26 @@ def choose_rank(X, symmetric=False, k_max=K_MAX, seed=0, margin=MARGIN):
     with the variance profile of its rank-K reconstruction (module docstring). Returns
     ``(K, info)``, ``info`` a dict with the values, the edge, the profile's typical row and
     column variance sums, the K of each round and the singular vectors (``U``, ``Vt``: X is
-    about ``U diag(values) Vt``)."""
+    about ``U diag(values) Vt``).
+
+    Checked first (``ValueError`` naming what is wrong): ``X`` a 2-d binary (0/1) matrix, dense or
+    scipy.sparse, with at least one one (no counts, no NaN); with ``symmetric=True`` square and
+    symmetric; ``symmetric`` True or False; ``k_max`` an integer >= 1; ``margin`` a finite number
+    >= 0; ``seed`` a non-negative integer."""
+    from .fit_options import check_bool
+    symmetric = check_bool("symmetric", symmetric)
+    if isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer)) or k_max < 1:
+        raise ValueError(f"k_max must be an integer >= 1 (the most singular values computed), got {k_max!r}")
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(margin) or margin < 0:
+        raise ValueError(f"margin must be a finite number >= 0 (the fraction by which a singular value must "
+                         f"exceed the noise edge, default {MARGIN}), got {margin!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    I, J, rows, cols = prepare_matrix(X)        # 2-d, binary, no NaN, at least one one
+    if symmetric:
+        _check_symmetric(I, J, rows, cols)
     Xc = sp.csr_matrix(X)
-    I, J = Xc.shape
     k = max(1, min(int(k_max), min(I, J) - 1))
     U, s, Vt = _spectrum(Xc, symmetric, k, seed)
     row_ones = np.diff(Xc.indptr).astype(np.float64)

@@ -119,6 +119,7 @@ def test_score_baselines_accepts_numpy_booleans_for_symmetric():
     with pytest.raises(ValueError, match="symmetric must be True or False"):
         score_baselines(X, test, symmetric=1, k=(2,))
 
+
 def test_choose_rank_refuses_what_is_not_a_binary_matrix():
     X = small(4)
     with pytest.raises(ValueError, match="X must be binary"):
@@ -133,3 +134,22 @@ def test_choose_rank_refuses_what_is_not_a_binary_matrix():
         starts.choose_rank(X[:, :10], symmetric=True)
     with pytest.raises(ValueError, match="symmetric must be True or False"):
         starts.choose_rank(X, symmetric="no")
+
+
+@pytest.mark.parametrize("kw, msg", [
+    (dict(margin=-1), r"margin must be a finite number >= 0"),
+    (dict(margin=float("nan")), r"margin must be a finite number >= 0"),
+    (dict(margin="0.05"), r"margin must be a finite number >= 0"),
+    (dict(k_max=0), r"k_max must be an integer >= 1"),
+    (dict(k_max=2.5), r"k_max must be an integer >= 1"),
+])
+def test_choose_rank_refuses_bad_options(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        starts.choose_rank(small(), **kw)
+
+
+def test_choose_rank_still_accepts_numpy_booleans_and_sparse_matrices():
+    import scipy.sparse as sp
+    X = small(5)
+    S = ((X + X.T) > 0).astype(np.int8)
+    assert starts.choose_rank(sp.csr_matrix(S), symmetric=np.True_)[0] == starts.choose_rank(S, symmetric=True)[0]
