@@ -123,7 +123,13 @@ def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, th
 
 # --------------------------------------------------------------------------- the states
 def set_partitions(M):
-    """All restricted-growth strings of length M (the set partitions of M customers: Bell(M))."""
+    """Every set partition of ``M`` labelled customers (items), Bell(M) of them, as restricted-growth
+    strings in lexicographic order: ``z[s]`` is the block (atom) of customer ``s``, the blocks numbered
+    in order of first appearance (``z[0] = 0``, each label at most one more than the largest before
+    it), so that ``max(z) + 1`` is the number of blocks. ``set_partitions(3)`` is
+    ``[[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1], [0, 1, 2]]``; that of no customers, ``[[]]``."""
+    if M == 0:
+        return [[]]
     out = []
 
     def rec(prefix, top):

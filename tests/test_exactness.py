@@ -10,10 +10,18 @@ from epm_lib.models import moves
 
 
 def test_set_partitions_are_counted_by_the_bell_numbers():
-    assert [len(exactness.set_partitions(M)) for M in range(1, 7)] == [1, 2, 5, 15, 52, 203]
-    # restricted-growth strings: each label at most one more than the largest before it
-    for s in exactness.set_partitions(5):
+    assert [len(exactness.set_partitions(M)) for M in range(0, 7)] == [1, 1, 2, 5, 15, 52, 203]
+    assert exactness.set_partitions(0) == [[]]
+    assert exactness.set_partitions(3) == [[0, 0, 0], [0, 0, 1], [0, 1, 0], [0, 1, 1], [0, 1, 2]]
+    # restricted-growth strings in lexicographic order: each label at most one more than the largest
+    # before it, so that no two strings are one partition with its blocks named otherwise
+    five = exactness.set_partitions(5)
+    assert five == sorted(five) and len({tuple(s) for s in five}) == 52
+    for s in five:
         assert s[0] == 0 and all(s[i] <= max(s[:i]) + 1 for i in range(1, 5))
+    # every partition of 5 customers once: the blocks {s: z[s] = k} over all labellings seen
+    blocks = {frozenset(frozenset(s for s in range(5) if z[s] == k) for k in range(max(z) + 1)) for z in five}
+    assert len(blocks) == 52
 
 
 @pytest.mark.parametrize("model, T, n_states", [("IDEPM", None, 52), ("DEPM", 3, 243)])

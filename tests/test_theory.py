@@ -32,6 +32,7 @@ from scipy import stats
 from scipy.special import digamma, gammaln, polygamma
 
 from epm_lib import theory as th
+from epm_lib.exactness import set_partitions   # tested in tests/test_exactness.py
 
 
 # --------------------------------------------------------------------------- helpers
@@ -40,18 +41,6 @@ def compositions(n, cells):
     for bars in itertools.combinations(range(n + cells - 1), cells - 1):
         edges = (-1, *bars, n + cells - 1)
         yield tuple(edges[r + 1] - edges[r] - 1 for r in range(cells))
-
-
-def set_partitions(items):
-    """All partitions of the list ``items`` into non-empty unordered blocks."""
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for part in set_partitions(rest):
-        yield [[first]] + part
-        for b in range(len(part)):
-            yield part[:b] + [[first] + part[b]] + part[b + 1:]
 
 
 def nb_pmf(n, gamma0, c0):
@@ -281,13 +270,12 @@ def test_partition_likelihood_normalises_to_negative_binomial(T):
         total = 0.0
         for m_ij in compositions(n, I * J):
             entry = [(e // J, e % J) for e, c in enumerate(m_ij) for _ in range(c)]
-            for part in set_partitions(list(range(n))):
-                if len(part) > T:
+            for z in set_partitions(n):         # z[s]: the block of customer s
+                if max(z) + 1 > T:
                     continue
-                m = np.zeros((I, J, len(part)), dtype=int)
-                for k, block in enumerate(part):
-                    for s in block:
-                        m[entry[s][0], entry[s][1], k] += 1
+                m = np.zeros((I, J, max(z) + 1), dtype=int)
+                for s, k in enumerate(z):
+                    m[entry[s][0], entry[s][1], k] += 1
                 total += math.exp(th.log_partition_likelihood(m, T=T, **PARS))
         assert total == pytest.approx(nb_pmf(n, PARS["gamma0"], PARS["c0"]), rel=1e-12)
 
