@@ -91,10 +91,11 @@ class ChainSet:
         return stacking_weights(probs, labels)
 
     def predict(self, rows, cols, weights=None) -> np.ndarray:
-        """The chains' predictions at (rows, cols) mixed with ``weights`` (default: equal)."""
-        w = np.full(len(self.results), 1.0 / len(self.results)) if weights is None else np.asarray(weights, float)
-        if w.shape != (len(self.results),) or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
-            raise ValueError(f"weights must be {len(self.results)} non-negative numbers summing to 1, got {weights!r}")
+        """The chains' predictions at (rows, cols) mixed with ``weights`` (default: equal): a sequence
+        of one non-negative number per chain, summing to 1 (``stacking.check_weights``)."""
+        from .stacking import check_weights
+        n = len(self.results)
+        w = np.full(n, 1.0 / n) if weights is None else check_weights(weights, n)
         return np.column_stack([r.predict(rows, cols) for r in self.results]) @ w
 
     @property

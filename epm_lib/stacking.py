@@ -22,14 +22,44 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["stacking_weights", "log_score"]
+__all__ = ["stacking_weights", "log_score", "check_weights"]
+
+#: how far the weights' sum may be from 1 (rounding of weights computed elsewhere)
+WEIGHT_SUM_TOL = 1e-6
+
+
+def check_weights(weights, n, per="chain") -> np.ndarray:
+    """``weights`` as a float array if they are a sequence (list, tuple, 1-d array) of ``n`` finite
+    non-negative numbers, one per ``per``, summing to 1 within ``WEIGHT_SUM_TOL``; else a
+    ``ValueError`` saying so and what was wrong (a mixture with weights off the simplex is no
+    predictive distribution: its log score was NaN or meaningless)."""
+    from collections.abc import Mapping
+    head = (f"weights must be {n} non-negative numbers, one per {per}, summing to 1, as a sequence (a "
+            f"list, tuple or 1-d array, e.g. stacking_weights' answer, or [1/{n}] * {n} for equal weights)")
+    if isinstance(weights, (str, bytes, Mapping)):
+        raise ValueError(f"{head}; got a {type(weights).__name__}: {weights!r}")
+    try:
+        w = np.asarray(weights, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{head}; got {weights!r}") from None
+    if w.shape != (n,):
+        raise ValueError(f"{head}; got shape {w.shape}: {weights!r}")
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"{head}; got a negative or non-finite weight: {weights!r}")
+    if abs(w.sum() - 1.0) > WEIGHT_SUM_TOL:
+        raise ValueError(f"{head}; they sum to {w.sum():.6g}, not 1: {weights!r}")
+    return w
 
 
 def log_score(probs, labels, weights) -> float:
     """Mean log predictive density of the 0/1 ``labels`` under the mixture ``probs @ weights``
-    (``probs``: (n, chains) probabilities of a one)."""
+    (``probs``: (n, chains) probabilities of a one; ``weights``: one per column, on the simplex,
+    :func:`check_weights`)."""
     y = np.asarray(labels) != 0
-    p = np.asarray(probs, float) @ np.asarray(weights, float)
+    P = np.asarray(probs, float)
+    if P.ndim != 2:
+        raise ValueError(f"probs must be an (n, chains) array of probabilities, got shape {P.shape}")
+    p = P @ check_weights(weights, P.shape[1], "column of probs")
     return float(np.mean(np.log(np.where(y, p, 1.0 - p))))
 
 

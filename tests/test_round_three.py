@@ -6,6 +6,7 @@ import pytest
 
 import epm_lib
 from epm_lib import starts
+from epm_lib.chains import ChainSet
 
 
 def small(seed=0, I=20, J=20):
@@ -153,3 +154,28 @@ def test_choose_rank_still_accepts_numpy_booleans_and_sparse_matrices():
     X = small(5)
     S = ((X + X.T) > 0).astype(np.int8)
     assert starts.choose_rank(sp.csr_matrix(S), symmetric=np.True_)[0] == starts.choose_rank(S, symmetric=True)[0]
+
+
+@pytest.fixture(scope="module")
+def two_chains():
+    return quiet_chains(small(), "DEPM", T=4, starts=(1, 4), n_iter=10, n_avg=5)
+
+
+@pytest.mark.parametrize("weights", [{0: 1}, {0: 0.5, 1: 0.5}, "ab", 1.0, [[0.5, 0.5]], [0.5, None], [0.7, 0.7],
+                                     [1.5, -0.5], [np.nan, 1.0]])
+def test_chainset_predict_refuses_weights_that_are_not_one_number_per_chain(two_chains, weights):
+    with pytest.raises(ValueError, match=r"weights must be 2 non-negative numbers, one per chain, summing to 1, "
+                                         r"as a sequence"):
+        two_chains.predict(np.array([0]), np.array([1]), weights=weights)
+    assert two_chains.predict(np.array([0]), np.array([1]), weights=np.array([0.25, 0.75])).shape == (1,)
+
+
+@pytest.mark.parametrize("weights, msg", [
+    ([0.7, 0.7], "sum to 1"), ([1.5, -0.5], "non-negative"), ([np.nan, 1.0], "non-negative"),
+    ([1.0], "one per column of probs"), ({0: 1}, "a sequence"), ("ab", "a sequence"),
+])
+def test_log_score_refuses_weights_off_the_simplex(weights, msg):
+    from epm_lib import stacking
+    with pytest.raises(ValueError, match=r"weights must be .*" + msg):
+        stacking.log_score(np.array([[0.5, 0.2], [0.1, 0.3]]), [1, 0], weights)
+    assert np.isfinite(stacking.log_score(np.array([[0.5, 0.2], [0.1, 0.3]]), [1, 0], [0.25, 0.75]))
