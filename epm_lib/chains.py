@@ -54,14 +54,18 @@ class ChainSet:
         """One row per chain (a ``pandas.DataFrame``): its start, seed, atoms at the start, mean K
         and M over the averaged iterations, the in-sample log likelihood per entry
         (``diagnose.in_sample_loglik``), the held-out TDLL, AUC-PR and AUC-ROC (with a test set),
-        and what ``diagnose.check`` found degenerate. Where chains disagree, compare ``tdll``
+        and what ``diagnose.check`` found degenerate; chains of several models (a ChainSet built by
+        hand) get a first column ``model`` (e.g. "DEPM-8"). Where chains disagree, compare ``tdll``
         (held out) or ``loglik`` (in sample): :meth:`best` picks by them."""
         import pandas as pd
         from .diagnose import in_sample_loglik
         rows = []
-        for start, seed, r in zip(self.starts, self.seeds, self.results):
+        labels = [r.model + (f"-{r.T}" if r.T else "") for r in self.results]
+        mixed = len(set(labels)) > 1            # chains of several models: each row says its own
+        for label, start, seed, r in zip(labels, self.starts, self.seeds, self.results):
             n_avg = r.settings["n_avg"]
-            rows.append(dict(start=start, seed=repr(seed), K_start=r.settings.get("K_start"),
+            rows.append(dict(**(dict(model=label) if mixed else {}),
+                             start=start, seed=repr(seed), K_start=r.settings.get("K_start"),
                              K=float(r.K[-n_avg:].mean()), M=float(r.M[-n_avg:].mean()),
                              loglik=in_sample_loglik(r, self.mask), tdll=r.tdll, tdauc_pr=r.tdauc_pr,
                              tdauc_roc=r.tdauc_roc, degenerate="; ".join(r.diagnosis)))
@@ -72,6 +76,7 @@ class ChainSet:
         a test set (``by="tdll"``), else the highest in-sample log likelihood (``by="loglik"``)."""
         if by is not None and by not in ("tdll", "loglik", "tdauc_pr"):
             raise ValueError(f"by must be 'tdll', 'loglik' or 'tdauc_pr', got {by!r}")
+        self._check_one_data("best")
         t = self.table()
         by = by or ("tdll" if np.all(np.isfinite(t["tdll"])) else "loglik")
         v = t[by].to_numpy(dtype=float)
@@ -87,6 +92,7 @@ class ChainSet:
         (``epm_lib.stacking``). The validation entries must be held out of every chain (in its
         ``test`` or ``mask``) and be other than the entries the stacked prediction is scored on."""
         from .stacking import stacking_weights
+        self._check_one_data("stacking_weights")
         probs = np.column_stack([r.predict(rows, cols) for r in self.results])
         return stacking_weights(probs, labels)
 
@@ -96,7 +102,27 @@ class ChainSet:
         from .stacking import check_weights
         n = len(self.results)
         w = np.full(n, 1.0 / n) if weights is None else check_weights(weights, n)
+        self._check_one_data("predict")
         return np.column_stack([r.predict(rows, cols) for r in self.results]) @ w
+
+    def _check_one_data(self, what):
+        """``ValueError`` unless every chain was fitted to one data set: the same training matrix,
+        missing entries and test set (``settings["data_digest"]``), shape and ``symmetric``. Chains of
+        several models of one data set may be compared and mixed; chains of different data may not
+        (their likelihoods and predictions are of different matrices)."""
+        def key(r):
+            s = r.settings
+            return s.get("data_digest"), tuple(s.get("shape") or ()), bool(s.get("symmetric"))
+        first = key(self.results[0])
+        for c, r in enumerate(self.results[1:], 1):
+            k = key(r)
+            if k != first and None not in (k[0], first[0]):
+                raise ValueError(
+                    f"chains 0 and {c} were fitted to different data (the training matrix, its missing "
+                    f"entries or the test set differ: data digests {first[0]} and {k[0]}, shapes {first[1]} "
+                    f"and {k[1]}, symmetric {first[2]} and {k[2]}): {what} compares or mixes the chains of "
+                    f"one data set; put the chains of each data set in one ChainSet (fit_chains and "
+                    f"run_until_agree build it so)")
 
     @property
     def idata(self):

@@ -170,6 +170,40 @@ def test_chainset_predict_refuses_weights_that_are_not_one_number_per_chain(two_
     assert two_chains.predict(np.array([0]), np.array([1]), weights=np.array([0.25, 0.75])).shape == (1,)
 
 
+def test_a_chainset_of_chains_of_different_data_refuses_to_mix_them():
+    a = quiet_chains(small(6), "DEPM", T=4, starts=(1, 4), n_iter=10, n_avg=5)
+    b = quiet_chains(small(7), "DEPM", T=4, starts=(1, 4), n_iter=10, n_avg=5)
+    mixed = ChainSet(results=[a.results[0], b.results[0]], starts=[1, 1], seeds=[0, 1])
+    rows, cols, labels = np.array([0, 1, 2]), np.array([1, 2, 3]), np.array([0, 1, 0])
+    for call in (lambda: mixed.predict(rows, cols), lambda: mixed.stacking_weights(rows, cols, labels),
+                 lambda: mixed.best(), lambda: mixed.best("loglik")):
+        with pytest.raises(ValueError, match=r"chains 0 and 1 were fitted to different data .*one ChainSet"):
+            call()
+
+
+def test_a_chainset_of_chains_of_different_test_sets_refuses_to_mix_them():
+    X = small(8)
+    zeros = np.argwhere(X == 0)
+    t1 = (zeros[:6, 0], zeros[:6, 1], np.zeros(6, int))
+    t2 = (zeros[6:12, 0], zeros[6:12, 1], np.zeros(6, int))
+    a = quiet_chains(X, "DEPM", T=4, starts=(1, 4), n_iter=10, n_avg=5, test=t1)
+    b = quiet_chains(X, "DEPM", T=4, starts=(1, 4), n_iter=10, n_avg=5, test=t2)
+    mixed = ChainSet(results=[a.results[0], b.results[1]], starts=[1, 4], seeds=[0, 1])
+    with pytest.raises(ValueError, match="chains 0 and 1 were fitted to different data"):
+        mixed.best("tdll")
+
+
+def test_a_chainset_of_different_models_of_one_data_set_labels_them():
+    X = small(9)
+    a = quiet_chains(X, "DEPM", T=4, starts=(1, 4), n_iter=10, n_avg=5)
+    b = quiet_chains(X, "EPM", T=3, starts=(1, 3), n_iter=10, n_avg=5)
+    mixed = ChainSet(results=[a.results[0], b.results[0]], starts=[1, 1], seeds=[0, 1])
+    t = mixed.table()
+    assert list(t["model"]) == ["DEPM-4", "EPM-3"]
+    assert mixed.predict(np.array([0]), np.array([1])).shape == (1,)      # one data set: may be mixed
+    assert "model" not in a.table().columns                               # one model: as before
+
+
 @pytest.mark.parametrize("weights, msg", [
     ([0.7, 0.7], "sum to 1"), ([1.5, -0.5], "non-negative"), ([np.nan, 1.0], "non-negative"),
     ([1.0], "one per column of probs"), ({0: 1}, "a sequence"), ("ab", "a sequence"),
