@@ -150,6 +150,30 @@ def sample_log_beta(rng, a, b):
     return la - (mx + math.log(math.exp(la - mx) + math.exp(lb - mx)))
 
 
+@njit(cache=True, inline="always")
+def _standard_gamma_small(rng, shape, inv_shape, one_minus_shape):
+    """``rng.standard_gamma(shape)`` for 0 < shape < 1, given ``inv_shape`` = 1/shape and
+    ``one_minus_shape`` = 1 - shape.
+
+    The rejection loop of numpy's generator for shapes below 1 (``random_standard_gamma``, as
+    numba compiles it), with the generator's own ``random`` and ``standard_exponential`` draws,
+    written out so that the division 1/shape is made once for many draws at the same shape: the
+    draws are bit-identical to ``standard_gamma``.
+    """
+    while True:
+        U = rng.random()
+        V = rng.standard_exponential()
+        if U <= one_minus_shape:
+            X = pow(U, inv_shape)
+            if X <= V:
+                return X
+        else:
+            Y = -np.log((1 - U) / shape)
+            X = pow(one_minus_shape + shape * Y, inv_shape)
+            if X <= (V + Y):
+                return X
+
+
 @njit(cache=True)
 def _standard_gamma_bc(rng, b, c):
     """``rng.standard_gamma(shape)`` for shape > 1, given b = shape - 1/3 and c = 1/sqrt(9 b).

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from epm_lib.distributions import sample_dirichlet, sample_ztp
+from epm_lib.distributions import _standard_gamma_small, sample_dirichlet, sample_ztp
 from epm_lib.models import common
 
 
@@ -187,3 +187,25 @@ def test_dirichlet_columns_blocked_equal_one_column_at_a_time(T):
         out.append((phi, g.bit_generator.state))
     np.testing.assert_array_equal(out[0][0], out[1][0])
     assert out[0][1] == out[1][1]
+
+
+@njit
+def _gammas(rng, shapes, reps, mine):
+    out = np.empty(shapes.shape[0] * reps)
+    t = 0
+    for s in shapes:
+        for _ in range(reps):
+            out[t] = _standard_gamma_small(rng, s, 1.0 / s, 1.0 - s) if mine else rng.standard_gamma(s)
+            t += 1
+    return out
+
+
+def test_standard_gamma_small_equals_the_generators():
+    """gamma_epm.sample_factors draws the many zero-count factors through _standard_gamma_small,
+    with 1/shape made once; it must give the generator's own draws, and leave it in the same state."""
+    shapes = np.array([1e-8, 0.01, 0.0665, 0.3, 0.5, 0.9, 0.999999, 1.0 - 2 ** -52])
+    a_rng, b_rng = np.random.default_rng(5), np.random.default_rng(5)
+    a = _gammas(a_rng, shapes, 3000, False)
+    b = _gammas(b_rng, shapes, 3000, True)
+    np.testing.assert_array_equal(a, b)
+    assert a_rng.bit_generator.state == b_rng.bit_generator.state

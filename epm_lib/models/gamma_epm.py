@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..distributions import sample_gamma, sample_log_weights
+from ..distributions import TINY, _standard_gamma_small, sample_gamma, sample_log_weights
 from .common import sample_latent_counts, crt_sum
 
 A1, B1, A2, B2, GAMMA0, C0 = range(6)
@@ -42,14 +42,25 @@ __all__ = [
 
 @njit(cache=True)
 def sample_factors(rng, m_xk, a, b, other_sum, lam, out):
-    """U_ik ~ Gamma(a1 + m_i.k, b1 + lambda_k sum_j V_jk) (Eq. 15); same form for V (Eq. 16)."""
+    """U_ik ~ Gamma(a1 + m_i.k, b1 + lambda_k sum_j V_jk) (Eq. 15); same form for V (Eq. 16).
+
+    Most counts are 0, so most draws have the shape a1: when a1 < 1 these go through
+    ``_standard_gamma_small`` with 1/a1 computed once (the same draws as ``sample_gamma``)."""
     n, T = out.shape
     rate = np.empty(T)
     for k in range(T):
         rate[k] = b + other_sum[k] * lam[k]
+    small = 0.0 < a < 1.0
+    inv_a = 1.0 / a
+    one_minus_a = 1.0 - a
     for x in range(n):
         for k in range(T):
-            out[x, k] = sample_gamma(rng, a + m_xk[x, k], rate[k])
+            m = m_xk[x, k]
+            if m == 0 and small:            # sample_gamma(rng, a, rate[k]), 1/a made once
+                g = _standard_gamma_small(rng, a, inv_a, one_minus_a) / rate[k]
+                out[x, k] = g if g > TINY else TINY
+            else:
+                out[x, k] = sample_gamma(rng, a + m, rate[k])
 
 
 @njit(cache=True)
