@@ -304,6 +304,68 @@ def _one_chain(X, model, K_init, seed, kwargs, parent_pid=None):
     return fit(X, model, seed=seed, **_start_kwargs(K_init), **kwargs)
 
 
+def _largest_start(model, T):
+    """The many-atoms start of an example ``starts``: T for a truncated model, else 100."""
+    return T if _is_int(T, 1) and str(model).upper() != "IDEPM" else 100
+
+
+def _refuse_start_keywords(fit_kwargs, caller, model):
+    """``init`` and ``K_init`` are each chain's start: given as keywords they are refused, saying
+    what ``starts`` holds."""
+    for bad in ("init", "K_init"):
+        if bad in fit_kwargs:
+            top = _largest_start(model, fit_kwargs.get("T"))
+            raise ValueError(f"pass {bad} through starts/seeds, not as a keyword ({bad}={fit_kwargs[bad]!r}): {caller} "
+                             f"sets each chain's start from starts=, one per chain, an initial number of atoms "
+                             f"(the paper's start on K_init atoms) or 'data' (fit's init='data'), e.g. "
+                             f"starts=('data', 'data', 1, {top})")
+
+
+def _check_chains_upfront(X, model, starts, seeds, fit_kwargs, caller, n_iter=None):
+    """Every chain's options checked before any chain runs (a bad start or option used to stop
+    the run only when its chain's turn came, after the others had run): the keywords are fit's;
+    each start fits the model (at most T atoms); ``fit_options.check_options`` of each chain's
+    options (``n_iter``: the sweeps of each fit call, run_until_agree's segment) and the hold
+    against the averaged sweeps; X large enough for the data's start where a chain starts there."""
+    import inspect
+    from .fit import fit as fit_function
+    from .fit_options import check_hold_window, check_options
+    from .starts import MIN_ONES, enough
+    params = inspect.signature(fit_function).parameters
+    own = {"X", "model", "seed", "resume"} | ({"n_iter"} if n_iter is not None else set())
+    known = [k for k in params if k not in own]
+    unknown = [k for k in fit_kwargs if k not in known]
+    if unknown:
+        raise TypeError(f"{caller} got unknown keyword argument(s) {', '.join(unknown)}: its other keywords go to "
+                        f"epm_lib.fit, whose options are {', '.join(known)}")
+    kw = {k: p.default for k, p in params.items() if p.kind is p.KEYWORD_ONLY}
+    kw.update(fit_kwargs)
+    if n_iter is not None:
+        kw["n_iter"] = n_iter
+    T = kw["T"]
+    m = str(model).upper() if isinstance(model, str) else model
+    if m in ("EPM", "CEPM", "DEPM") and _is_int(T, 1):
+        over = [(c, k) for c, k in enumerate(starts) if k != "data" and k > T]
+        if over:
+            c, k = over[0]
+            raise ValueError(f"starts: {k} atoms (chain {c}) exceed the truncation level T = {T}: a chain of the "
+                             f"{m}-{T} starts on at most T atoms; give starts of at most {T} atoms or 'data', "
+                             f"e.g. starts=('data', 1, {T})")
+    names = inspect.signature(check_options).parameters
+    for start in dict.fromkeys(starts):
+        opts = check_options(model, **{**{k: kw[k] for k in names if k in kw and k != "model"},
+                                       "seed": 0, "resume": None, "K_init": None, "init": None,
+                                       **_start_kwargs(start)})
+        check_hold_window(opts.hold, opts.n_iter, opts.n_avg)
+    if "data" in starts:
+        from .fit_data import prepare_matrix
+        I, J, rows, _ = prepare_matrix(X)
+        if not enough(I, J, rows.shape[0]):
+            raise ValueError(f"X ({I} x {J}) has {rows.shape[0]} ones: too few for the data's start (a "
+                             f"factorisation needs at least {MIN_ONES} ones and two rows and columns); give "
+                             f"numbers of atoms as starts instead, e.g. starts=(1, {_largest_start(model, T)})")
+
+
 def _describe(start):
     return "from the data's start" if start == "data" else f"from {start} atoms"
 
@@ -333,9 +395,9 @@ def fit_chains(X, model, *, starts=(1, 100), seeds=None, seed=None, n_jobs=1, **
             raise ValueError("give seeds (one per chain) or seed (one to spawn them from), not both")
         seeds = spawn_seeds(seed, len(_as_list("starts", starts, "integers >= 1 or 'data'")))
     starts, seeds = _check_starts_seeds(starts, seeds)
-    for bad in ("K_init", "init"):
-        if bad in fit_kwargs:
-            raise ValueError(f"pass {bad} through starts/seeds, not as a keyword")
+    n_jobs = check_n_jobs(n_jobs)
+    _refuse_start_keywords(fit_kwargs, "fit_chains", model)
+    _check_chains_upfront(X, model, starts, seeds, fit_kwargs, "fit_chains")
     if n_jobs == 1:
         results = [_one_chain(X, model, k, s, fit_kwargs) for k, s in zip(starts, seeds)]
     else:
@@ -531,6 +593,30 @@ def group_diagnostics(runs, starts, var_names, burn_in=0.5) -> dict:
     return out
 
 
+def _check_hold_segment(kw, segment, n_avg_given, model):
+    """A burn-in ``hold`` must end before the averaged sweeps of the first segment (its last
+    ``n_avg``, by default ``segment // 2``): else ``ValueError`` naming the hold, the segment and
+    n_avg, and the shortest segment (or the longest hold) that works."""
+    from .fit_options import _check_hold, _check_int
+    hold = kw.get("hold")
+    if hold is None:
+        return
+    sweeps, cap = _check_hold(hold, str(model).upper())
+    n_avg = _check_int("n_avg", kw["n_avg"], 1)
+    if segment - n_avg >= sweeps:
+        return
+    if n_avg_given:
+        need, how = sweeps + n_avg, f"n_avg = {n_avg}"
+    else:
+        need = next(s for s in range(sweeps, 2 * sweeps + 2) if s - max(1, s // 2) >= sweeps)
+        how = f"n_avg = {n_avg}, run_until_agree's default segment // 2"
+    shorter = f", or a hold of at most {segment - n_avg} sweeps, e.g. hold=({segment - n_avg}, {cap:g})" \
+        if segment > n_avg else ""
+    raise ValueError(f"hold = {tuple(hold)!r} holds the shape parameters for the first {sweeps} sweeps, but the "
+                     f"first segment (segment = {segment} sweeps) averages its last {how}: the hold must end "
+                     f"before them; give segment >= {need}{shorter}")
+
+
 def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=250, max_sweeps=None,
                     cap_seconds=None, rhat=1.01, var_names=("K", "tdll"), burn_in=0.5,
                     checkpoint=None, n_jobs=1, **fit_kwargs):
@@ -571,9 +657,12 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
     """
     n_jobs = check_n_jobs(n_jobs)
     starts, seeds = _check_starts_seeds(starts, seeds)
-    for bad in ("K_init", "seed", "n_iter", "resume"):
+    _refuse_start_keywords(fit_kwargs, "run_until_agree", model)
+    for bad, instead in (("seed", "seeds=, one per chain"), ("n_iter", "segment= (sweeps between checks) and "
+                                                                      "max_sweeps= / cap_seconds="),
+                         ("resume", "checkpoint= (a folder the chains are saved to and continued from)")):
         if bad in fit_kwargs:
-            raise ValueError(f"{bad} is set by run_until_agree, not as a keyword")
+            raise ValueError(f"{bad} is set by run_until_agree, not as a keyword: give {instead}")
     var_names = _check_var_names(var_names, model, fit_kwargs)
     if max_sweeps is None and cap_seconds is None:
         raise ValueError("give max_sweeps or cap_seconds (or both): a run that never agrees must stop")
@@ -589,7 +678,10 @@ def run_until_agree(X, model, *, starts=(1, 1, 100, 100), seeds=None, segment=25
                          f"got {rhat!r}")
     segment = check_segment(segment, burn_in)
     kw = dict(fit_kwargs)
+    n_avg_given = "n_avg" in kw
     kw.setdefault("n_avg", max(1, segment // 2))
+    _check_hold_segment(kw, segment, n_avg_given, model)
+    _check_chains_upfront(X, model, starts, seeds, kw, "run_until_agree", n_iter=segment)
     runs = [None] * len(starts)
     if checkpoint is not None:
         folder, paths, meta_path = _checkpoint_paths(checkpoint, len(starts))

@@ -19,7 +19,7 @@ from .metrics import bernoulli_tdll, tdauc_pr, auc_roc
 from .models import common, gamma_epm, depm, idepm, moves
 from . import diagnose, starts
 from .fit_options import (MODELS, DEFAULT_K_INIT, DEFAULT_SPLIT_MERGE, KEEP_BYTES, Options,  # noqa: F401
-                          check_options)
+                          check_hold_window, check_options)
 from .fit_data import FitData, prepare, prepare_matrix, missing_mask, mask_entries, _compact  # noqa: F401
 from .result import (FitResult, concat, load_result, CHAIN_STATE, check_resume,  # noqa: F401
                      check_resumed_state)
@@ -144,6 +144,7 @@ def _start(opts: Options, data: FitData, resume):
                      K_init=resume.settings.get("K_init"), init_seconds=resume.settings.get("init_seconds"),
                      K_start=resume.settings.get("K_start"))
     else:
+        check_hold_window(opts.hold, opts.n_iter, opts.n_avg)     # before the start's factorisation
         init, K_init = opts.init, opts.K_init
         if init is None:                # the default: the data's start where X allows one
             init = "data" if starts.enough(data.I, data.J, data.nnz) else starts.INITS[opts.model][0]
@@ -160,11 +161,8 @@ def _start(opts: Options, data: FitData, resume):
                      K_init=K_init,
                      init_seconds=time.perf_counter() - t_init,
                      K_start=int(st["z"].max()) + 1 if opts.model == "IDEPM" else int(np.count_nonzero(st["lam"])))
-    hold = opts.hold
-    if hold is not None and start["start_iter"] + opts.n_iter - opts.n_avg < hold[0]:
-        raise ValueError(f"hold = {hold}: its {hold[0]} sweeps reach into the last n_avg = {opts.n_avg} "
-                         f"iterations (iterations {start['start_iter']}..{start['start_iter'] + opts.n_iter - 1}); "
-                         f"the averaged samples must come from the exact kernel: hold fewer sweeps or run longer")
+    if resume is not None:
+        check_hold_window(opts.hold, opts.n_iter, opts.n_avg, start["start_iter"])
     return st, rng, resume, start
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from . import starts
 
 __all__ = ["MODELS", "DEFAULT_K_INIT", "DEFAULT_SPLIT_MERGE", "HOLD_CAP_MIN", "KEEP_BYTES", "MODEL_OPTIONS",
-           "Options", "check_options", "check_bool"]
+           "Options", "check_options", "check_bool", "check_hold_window"]
 
 MODELS = ("EPM", "CEPM", "DEPM", "IDEPM")
 #: IDEPM start: customers spread at random over this many atoms (capped at the number of ones).
@@ -153,6 +153,16 @@ def _check_hold(hold, model):
                          f"0.1 is the measured one, chapter 29b), got {cap!r}: below {HOLD_CAP_MIN:g} the "
                          f"shape parameters leave the hold too small to recover during the run")
     return sweeps, float(cap)
+
+
+def check_hold_window(hold, n_iter, n_avg, start_iter=0):
+    """``ValueError`` when a burn-in ``hold`` (checked, or None) would still cap the shape parameters
+    in the last ``n_avg`` of the iterations ``start_iter .. start_iter + n_iter - 1``: the averaged
+    samples must come from the exact kernel."""
+    if hold is not None and start_iter + n_iter - n_avg < hold[0]:
+        raise ValueError(f"hold = {hold}: its {hold[0]} sweeps reach into the last n_avg = {n_avg} "
+                         f"iterations (iterations {start_iter}..{start_iter + n_iter - 1}); "
+                         f"the averaged samples must come from the exact kernel: hold fewer sweeps or run longer")
 
 
 def check_bool(name, v) -> bool:

@@ -439,8 +439,10 @@ def check_enough(I, J, nnz):
     """``ValueError`` when X is too small or has too few ones for ``init="data"``."""
     if not enough(I, J, nnz):
         raise ValueError(f"X ({I} x {J}) has {nnz} ones: too few for init='data' (a factorisation needs "
-                         f"at least {MIN_ONES} ones and two rows and columns); use init='paper' (EPM, CEPM, DEPM) "
-                         f"or init='random' (IDEPM)")
+                         f"at least {MIN_ONES} ones and two rows and columns); start from K_init atoms instead: "
+                         f"fit(..., K_init=k), the paper's start (init='paper' for the EPM, CEPM, DEPM; "
+                         f"init='random' for the IDEPM); with fit_chains or run_until_agree give numbers of atoms "
+                         f"as starts, e.g. starts=(1, 4)")
 
 
 def data_start(model, rng, I, J, rows, cols, T=None, missing=None, symmetric=False, K=None):

@@ -204,6 +204,57 @@ def test_a_chainset_of_different_models_of_one_data_set_labels_them():
     assert "model" not in a.table().columns                               # one model: as before
 
 
+def test_fit_chains_checks_every_start_against_T_before_any_chain_runs(monkeypatch):
+    from epm_lib import chains
+    ran = []
+    monkeypatch.setattr(chains, "fit", lambda *a, **k: ran.append(k))
+    with pytest.raises(ValueError, match=r"starts: 5 atoms \(chain 1\) exceed the truncation level T = 4"):
+        epm_lib.fit_chains(small(), "DEPM", T=4, starts=(1, 5), n_iter=10, n_avg=5)
+    with pytest.raises(ValueError, match=r"hold = \(300, 0.1\): its 300 sweeps reach into the last n_avg"):
+        epm_lib.fit_chains(small(), "DEPM", T=4, starts=(1, 4), n_iter=10, n_avg=5, hold=(300, 0.1))
+    with pytest.raises(ValueError, match="n_avg = 50 exceeds n_iter = 10"):
+        epm_lib.fit_chains(small(), "IDEPM", starts=(1, 4), n_iter=10, n_avg=50)
+    assert ran == []
+
+
+def test_a_matrix_too_small_for_the_data_start_gets_advice_that_works():
+    tiny = np.zeros((5, 5), np.int8)
+    tiny[0, 0] = tiny[1, 1] = 1
+    for call in (lambda: epm_lib.fit_chains(tiny, "DEPM", T=2, starts=("data", 1), n_iter=4, n_avg=2),
+                 lambda: epm_lib.run_until_agree(tiny, "DEPM", T=2, starts=("data", 1), max_sweeps=8,
+                                                 var_names=("K",))):
+        with pytest.raises(ValueError, match=r"too few for the data's start .*starts=\(1, 2\)") as e:
+            call()
+        assert "init=" not in str(e.value)
+    with pytest.raises(ValueError, match=r"too few for init='data' .*K_init") as e:
+        epm_lib.fit(tiny, "DEPM", T=2, init="data", n_iter=4, n_avg=2)
+    assert "fit_chains" in str(e.value) and "starts=" in str(e.value)
+    r = quiet_chains(tiny, "DEPM", T=2, starts=(1, 2), n_iter=4, n_avg=2)     # what the advice says: runs
+    assert len(r.results) == 2
+
+
+@pytest.mark.parametrize("kw", [dict(init="data"), dict(init="paper"), dict(K_init=3)])
+def test_run_until_agree_names_starts_for_the_start(kw):
+    with pytest.raises(ValueError, match=r"run_until_agree sets each chain's start from starts=.*"
+                                         r"e\.g\. starts=\('data', 'data', 1, 4\)"):
+        epm_lib.run_until_agree(small(), "DEPM", T=4, max_sweeps=10, **kw)
+
+
+def test_run_until_agree_says_which_segment_a_hold_needs():
+    with pytest.raises(ValueError) as e:
+        epm_lib.run_until_agree(small(), "DEPM", T=4, hold=(300, 0.1), max_sweeps=600, var_names=("K",))
+    msg = str(e.value)
+    assert "hold = (300, 0.1)" in msg and "segment = 250" in msg and "segment >= 599" in msg, msg
+    with pytest.raises(ValueError, match=r"segment = 400 .* n_avg = 150.*segment >= 450"):
+        epm_lib.run_until_agree(small(), "DEPM", T=4, hold=(300, 0.1), max_sweeps=600, var_names=("K",),
+                                segment=400, n_avg=150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cs, summary = epm_lib.run_until_agree(small(), "DEPM", T=4, hold=(300, 0.1), segment=599,
+                                              max_sweeps=599, var_names=("K",), starts=(1, 4))
+    assert summary["sweeps"] == 599 and cs.results[0].settings["hold"] == [300, 0.1]
+
+
 @pytest.mark.parametrize("weights, msg", [
     ([0.7, 0.7], "sum to 1"), ([1.5, -0.5], "non-negative"), ([np.nan, 1.0], "non-negative"),
     ([1.0], "one per column of probs"), ({0: 1}, "a sequence"), ("ab", "a sequence"),
