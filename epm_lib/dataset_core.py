@@ -6,8 +6,9 @@ labels, provenance and description, its invariants checked on construction), the
 :class:`DataError` (a ``ValueError``), :class:`DataNotFoundError` (also a ``FileNotFoundError``)
 and :class:`ChecksumError`, :func:`fingerprint` (the sha256 of a binary matrix's ones, as
 recorded in the data's PROVENANCE.md), and the helpers the readers build a matrix with:
-``_relabel`` (ids -> 0..n-1 and their labels), ``_binary_csr`` (the canonical int8 CSR matrix of
-a list of pairs), ``_sorted_unique`` and ``_sha256_file``.
+``_unique_inverse`` (ids -> their sorted distinct values and the index of each among them),
+``_binary_csr`` (the canonical int8 CSR matrix of a list of pairs), ``_sorted_unique`` and
+``_sha256_file``.
 
 Imports nothing of ``epm_lib``; ``text_table``, ``edge_files`` and ``datasets`` build on it.
 Use it through :mod:`epm_lib.datasets`, which re-exports every public name.
@@ -122,7 +123,7 @@ def _sorted_unique(a: np.ndarray) -> np.ndarray:
     return s[np.concatenate(([True], s[1:] != s[:-1]))] if s.size else s
 
 
-def _relabel(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _unique_inverse(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct ids, index of each id among them): ``np.unique(ids, return_inverse=True)``,
     in O(n) for integer ids of moderate range."""
     if ids.dtype.kind in "iu" and ids.size:

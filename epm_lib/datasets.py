@@ -47,7 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .dataset_core import (ChecksumError, DataError, DataNotFoundError, Dataset, _binary_csr,
-                           _relabel, _sha256_file, fingerprint)
+                           _unique_inverse, _sha256_file, fingerprint)
 from .edge_files import load_file  # noqa: F401  (re-exported)
 from .text_table import _as_numbers, _column, _decode, _fast_numeric, _read_bytes, _split_lines
 
@@ -319,8 +319,8 @@ def _load_movielens(name: str, data_dir=None) -> Dataset:
             f"or pass data_dir=... to load().")
     path, (filename, sep, ncols, header, columns) = found[0]
     triples = _movielens_triples(path, sep, ncols, header)
-    users, row = _relabel(triples[:, 0])
-    items, col = _relabel(triples[:, 1])            # every rated movie is a column
+    users, row = _unique_inverse(triples[:, 0])
+    items, col = _unique_inverse(triples[:, 1])     # every rated movie is a column
     like = triples[:, 2] > 3
     X = _binary_csr(row[like], col[like], (users.size, items.size))
     got = (X.shape, X.nnz, fingerprint(X))

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .dataset_core import (Dataset, DataError, DataNotFoundError, _binary_csr, _relabel,
+from .dataset_core import (Dataset, DataError, DataNotFoundError, _binary_csr, _unique_inverse,
                            _sorted_unique)
 from .text_table import (_column, _decode, _id_column, _is_comment, _not_finite, _read_bytes,
                          _sep_text, _split_fields, _split_lines, _strip_bom, _table_parse,
@@ -423,11 +423,11 @@ def _load_triplets(path, body, digest, threshold, sep, one_based, shape, header,
             ids = [i.astype(str) for i in ids]
     if shape is None:
         if square:
-            labels, both = _relabel(np.concatenate(ids))
+            labels, both = _unique_inverse(np.concatenate(ids))
             row_labels = col_labels = labels
             index = [both[:n_lines], both[n_lines:]]
         else:
-            (row_labels, r), (col_labels, c) = (_relabel(i) for i in ids)
+            (row_labels, r), (col_labels, c) = (_unique_inverse(i) for i in ids)
             index = [r, c]
         order = "numerically" if row_labels.dtype.kind == "i" and col_labels.dtype.kind == "i" \
             else "as strings"

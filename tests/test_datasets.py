@@ -696,7 +696,7 @@ def test_fingerprint_and_binary_csr():
     dense[r, c] = 1
     assert np.array_equal(X.toarray(), dense)
     assert fingerprint(X) == _naive_fingerprint(X) == fingerprint(sp.coo_matrix(dense))
-    labels, index = D._relabel(np.array([7, 3, 7, 10**12]))
+    labels, index = D._unique_inverse(np.array([7, 3, 7, 10**12]))
     assert labels.tolist() == [3, 7, 10**12] and index.tolist() == [1, 0, 1, 2]
 
 

@@ -40,7 +40,7 @@ The package, one file per concern (submodules import each other in one direction
 
 - ``folds.py``: the permutation of the entries, the folds, :func:`split`, :func:`pair_folds`,
   :func:`hold_out`, the checks of shapes and folds;
-- ``runs.py``: the models and defaults (:data:`MODELS`, :data:`PAPER_T`, ...), :class:`DataSpec`,
+- ``runs.py``: the models and defaults (:data:`MODEL_SPECS`, :data:`PAPER_T`, ...), :class:`DataSpec`,
   :class:`Run`, :func:`grid`;
 - ``records.py``: :func:`run_one`, :func:`make_record`, :func:`write_record`,
   :func:`read_record` and the validators of records, :func:`machine_info`;
@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from .folds import (_PERM_CACHE, cv_fold, cv_folds, cv_permutation, hold_out, pair_folds,
                     split)
-from .runs import (DEFAULT_CV_SEED, DEFAULT_N_AVG, DEFAULT_N_FOLDS, HELDOUT, MODELS, PAPER_MODELS,
+from .runs import (DEFAULT_CV_SEED, DEFAULT_N_AVG, DEFAULT_N_FOLDS, HELDOUT, MODEL_SPECS, PAPER_MODELS,
                    PAPER_T, DataSpec, Run, grid)
 from .records import (RECORD_FORMAT, TRACE_DIGITS, machine_info, make_record, read_record,
                       rhat_text, run_one, write_record)
@@ -76,7 +76,7 @@ from .converged import (CONVERGED_BURN_IN, CONVERGED_FORMAT, CONVERGED_TRACE_POI
 from .cli import main
 
 __all__ = [
-    "PAPER_T", "PAPER_MODELS", "MODELS", "RECORD_FORMAT",
+    "PAPER_T", "PAPER_MODELS", "MODEL_SPECS", "RECORD_FORMAT",
     "cv_permutation", "cv_folds", "cv_fold", "split", "pair_folds", "hold_out",
     "DataSpec", "Run", "grid", "run_one", "make_record", "write_record", "read_record",
     "plan", "Plan", "run_grid", "GridReport", "GridError", "StaleResultsError",

@@ -18,7 +18,7 @@ from ..fit import DEFAULT_K_INIT
 from .folds import _int, cv_fold, split
 from .records import (_check, _is_number, _number, _read_json_record, _rounded, machine_info,
                       write_record)
-from .runs import (_MODEL_ORDER, DEFAULT_CV_SEED, DEFAULT_N_FOLDS, MODELS, DataSpec, Run,
+from .runs import (_MODEL_ORDER, DEFAULT_CV_SEED, DEFAULT_N_FOLDS, MODEL_SPECS, DataSpec, Run,
                    _fold_suffix)
 
 
@@ -82,7 +82,7 @@ class ConvergedRun:
         from ..chains import check_segment
         object.__setattr__(self, "segment", check_segment(self.segment, CONVERGED_BURN_IN))
         object.__setattr__(self, "split_merge", _int("split_merge", self.split_merge, 0))
-        if self.split_merge and MODELS[base.model][0] not in ("IDEPM", "DEPM"):
+        if self.split_merge and MODEL_SPECS[base.model][0] not in ("IDEPM", "DEPM"):
             raise ValueError(f"split_merge is for the IDEPM and the DEPM, not the {base.model}")
         if self.max_sweeps is None and self.cap_seconds is None:
             raise ValueError("give max_sweeps or cap_seconds: a run that never agrees must stop")
@@ -214,7 +214,7 @@ def run_converged(run: ConvergedRun, results_dir="results", checkpoint_dir=None,
     t_cpu = time.process_time()
     ds = run.data.load()
     X_train, test = split(ds.X, cv_fold(ds.shape, run.fold, run.n_folds, run.cv_seed))
-    sampler, a_update, m_step = MODELS[run.model]
+    sampler, a_update, m_step = MODEL_SPECS[run.model]
     kw = dict(test=test, n_avg=run.segment)
     if a_update != "exact":
         kw["a_update"] = a_update

@@ -19,7 +19,7 @@ from ..atomic import atomic_write_text
 from ..fit import fit, missing_mask
 from ..starts import INITS
 from .folds import cv_fold, split
-from .runs import HELDOUT, MODELS, Run
+from .runs import HELDOUT, MODEL_SPECS, Run
 
 
 #: Version tag of the result files (bump when the layout changes).
@@ -131,7 +131,7 @@ def run_one(run: Run, results_dir=None) -> dict:
     ds = run.data.load()
     fold = cv_fold(ds.shape, run.fold, run.n_folds, run.cv_seed)
     X_train, test = split(ds.X, fold)
-    sampler, a_update, m_step = MODELS[run.model]     # Sec. 5's start: init 'paper' ('random')
+    sampler, a_update, m_step = MODEL_SPECS[run.model]     # Sec. 5's start: init 'paper' ('random')
     options = dict(a_update=a_update) if sampler in ("EPM", "CEPM") else \
         dict(m_step=m_step) if sampler == "IDEPM" else {}          # only the options a model has
     if run.heldout == "missing":
