@@ -299,9 +299,15 @@ def _check_starts_seeds(starts, seeds):
 
 
 def _one_chain(X, model, K_init, seed, kwargs, parent_pid=None):
+    """One chain of :func:`fit_chains`, and the warnings it gave as (message, category) pairs:
+    ``fit_chains`` gives them again from its caller's line (and from a pool's worker they would
+    be lost)."""
     if parent_pid is not None:           # a pool's worker: Ctrl-C is the parent's to handle
         ignore_sigint_in_worker(parent_pid)
-    return fit(X, model, seed=seed, **_start_kwargs(K_init), **kwargs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fit(X, model, seed=seed, **_start_kwargs(K_init), **kwargs)
+    return result, [(w.message, w.category) for w in caught]
 
 
 def _largest_start(model, T):
@@ -399,12 +405,15 @@ def fit_chains(X, model, *, starts=(1, 100), seeds=None, seed=None, n_jobs=1, **
     _refuse_start_keywords(fit_kwargs, "fit_chains", model)
     _check_chains_upfront(X, model, starts, seeds, fit_kwargs, "fit_chains")
     if n_jobs == 1:
-        results = [_one_chain(X, model, k, s, fit_kwargs) for k, s in zip(starts, seeds)]
+        runs = [_one_chain(X, model, k, s, fit_kwargs) for k, s in zip(starts, seeds)]
     else:
         from joblib import Parallel, delayed
-        results = Parallel(n_jobs=n_jobs)(delayed(_one_chain)(X, model, k, s, fit_kwargs, os.getpid())
-                                          for k, s in zip(starts, seeds))
-    return ChainSet(results=list(results), starts=starts, seeds=seeds, mask=fit_kwargs.get("mask"),
+        runs = Parallel(n_jobs=n_jobs)(delayed(_one_chain)(X, model, k, s, fit_kwargs, os.getpid())
+                                       for k, s in zip(starts, seeds))
+    for _, caught in runs:                  # the chains' warnings, from the caller's line
+        for message, category in caught:
+            warnings.warn(message, category, stacklevel=2)
+    return ChainSet(results=[r for r, _ in runs], starts=starts, seeds=seeds, mask=fit_kwargs.get("mask"),
                     test=fit_kwargs.get("test"))
 
 

@@ -264,3 +264,26 @@ def test_log_score_refuses_weights_off_the_simplex(weights, msg):
     with pytest.raises(ValueError, match=r"weights must be .*" + msg):
         stacking.log_score(np.array([[0.5, 0.2], [0.1, 0.3]]), [1, 0], weights)
     assert np.isfinite(stacking.log_score(np.array([[0.5, 0.2], [0.1, 0.3]]), [1, 0], [0.25, 0.75]))
+
+
+@pytest.fixture(scope="module")
+def toy90():
+    return epm_lib.datasets.load("toy90").X
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_warnings_of_fit_chains_point_at_the_callers_line(toy90, n_jobs):
+    from epm_lib.diagnose import DegenerateFitWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cs = epm_lib.fit_chains(toy90, "DEPM", T=1, starts=(1, 1), n_iter=30, n_avg=10, n_jobs=n_jobs)
+    degenerate = [w for w in caught if issubclass(w.category, DegenerateFitWarning)]
+    assert len(degenerate) == 2 and all(r.diagnosis for r in cs.results)
+    assert all(w.filename == __file__ for w in degenerate), [w.filename for w in degenerate]
+
+
+def test_warnings_of_fit_point_at_the_callers_line(toy90):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        epm_lib.fit(toy90, "DEPM", T=1, n_iter=30, n_avg=10)
+    assert caught and all(w.filename == __file__ for w in caught), [(w.filename, str(w.message)) for w in caught]
