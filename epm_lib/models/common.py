@@ -9,15 +9,17 @@ m_i.k (I x T), m_.jk (J x T) and m_..k (T) are kept. Derived in
 from __future__ import annotations
 
 import math
+import threading
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from ..distributions import sample_ztp, sample_crt, sample_log_beta
 
 __all__ = [
     "row_dot", "sample_latent_counts", "sample_latent_seating", "seat_counts", "m_step_error", "link_rates", "crt_sum",
-    "dirichlet_multinomial_aux", "tdll_from_rates", "split_test", "test_loglik_sum",
+    "dirichlet_multinomial_aux", "tdll_from_rates", "split_test", "test_loglik_sum", "parallel_threads",
 ]
 
 
@@ -311,19 +313,58 @@ def seat_counts(rows, cols, offsets, z, I, J, Kcap):
     return n_ik, n_jk, n_k
 
 
-@njit(cache=True)
-def link_rates(rows, cols, R, C, lam):
-    """Poisson rates sum_k R_ik C_jk lam_k at the given entries only (Eq. 1).
+#: Held-out scoring (``link_rates``, ``test_loglik_sum``) draws no random numbers, so it runs on
+#: every core numba is given (``NUMBA_NUM_THREADS``, default: all) when it has at least this much
+#: work (entries x atoms): each entry's rate, and each row's sum over its test zeros, is computed by
+#: the same code in the same order on any thread, and the sums over entries and rows are then added
+#: serially in the serial kernel's order, so the result is bit-identical at any thread count.
+PARALLEL_MIN_WORK = 200_000
 
-    O(len(rows) x T); fastest when the entries are sorted by row (as ``fit``
-    sorts the test entries), so that each row of R lam stays in cache.
-    """
+
+def parallel_threads(work):
+    """Threads the scoring kernels use for ``work`` (entries x atoms): numba's thread count when the
+    work is large enough and the call comes from the main thread (numba's default threading layer,
+    workqueue, must not be entered by two Python threads at once, as a thread-based Dask worker or
+    joblib backend could), else 1 (the serial kernel)."""
+    if work < PARALLEL_MIN_WORK or threading.current_thread() is not threading.main_thread():
+        return 1
+    return numba.get_num_threads()
+
+
+@njit(cache=True)
+def _link_rates_serial(rows, cols, R, C, lam):
     I, T = R.shape
     Rl = _scaled_rows(R, lam)
     out = np.empty(rows.shape[0])
     for e in range(rows.shape[0]):
         out[e] = row_dot(Rl[rows[e]], C[cols[e]])
     return out
+
+
+@njit(cache=True, parallel=True)
+def _link_rates_parallel(rows, cols, R, C, lam):
+    I, T = R.shape
+    Rl = np.empty((I, T))
+    for i in prange(I):                 # _scaled_rows, row by row
+        for k in range(T):
+            v = R[i, k] * lam[k]
+            Rl[i, k] = v if v >= TINY else 0.0
+    out = np.empty(rows.shape[0])
+    for e in prange(rows.shape[0]):
+        out[e] = row_dot(Rl[rows[e]], C[cols[e]])
+    return out
+
+
+def link_rates(rows, cols, R, C, lam):
+    """Poisson rates sum_k R_ik C_jk lam_k at the given entries only (Eq. 1).
+
+    O(len(rows) x T); fastest when the entries are sorted by row (as ``fit``
+    sorts the test entries), so that each row of R lam stays in cache. On several cores
+    (``parallel_threads``) the entries are shared out; every rate is the same number.
+    """
+    if parallel_threads(rows.shape[0] * R.shape[1]) > 1:
+        return _link_rates_parallel(rows, cols, R, C, lam)
+    return _link_rates_serial(rows, cols, R, C, lam)
 
 
 @njit(cache=True)
@@ -355,18 +396,7 @@ def split_test(t_rows, t_cols, t_labels, I):
 
 
 @njit(cache=True)
-def test_loglik_sum(z_ptr, z_cols, o_rows, o_cols, R, C, lam):
-    """Sum of the Bernoulli log likelihoods of the held-out entries (Eq. 1 link).
-
-    A test zero contributes ln P(x = 0) = -rate_ij = -sum_k R_ik lam_k C_jk,
-    so the zeros of row i only enter through W_ik = sum_{j in zeros(i)} C_jk:
-    their sum is -sum_i sum_k R_ik lam_k W_ik. Accumulating W is an
-    element-wise vector addition (the compiler vectorises it without changing
-    any summation order), about three times faster than a dot product per
-    entry; the test ones (a few percent of the entries) get their own rate and
-    ln(1 - exp(-rate)). Cost O(test entries x T); no dense array.
-    Equals ``n_test * tdll_from_rates(link_rates(...), labels)`` up to rounding.
-    """
+def _test_loglik_sum_serial(z_ptr, z_cols, o_rows, o_cols, R, C, lam):
     I, T = R.shape
     W = np.empty(T)
     total = 0.0
@@ -396,6 +426,76 @@ def test_loglik_sum(z_ptr, z_cols, o_rows, o_cols, R, C, lam):
         r = row_dot(Rl, C[o_cols[e]])
         total += math.log(-math.expm1(-r)) if r > 0.0 else -np.inf
     return total
+
+
+#: rows (test zeros) and test ones per task of the parallel scoring kernel
+_CHUNK = 64
+
+
+@njit(cache=True, parallel=True)
+def _test_loglik_sum_parallel(z_ptr, z_cols, o_rows, o_cols, R, C, lam):
+    """``_test_loglik_sum_serial`` with the rows' sums over their test zeros and the test ones' log
+    likelihoods computed in parallel, chunk by chunk, each exactly as the serial kernel computes it,
+    then added in the serial kernel's order: the same total, bit for bit, at any thread count."""
+    I, T = R.shape
+    row_sum = np.zeros(I)
+    for b in prange((I + _CHUNK - 1) // _CHUNK):
+        W = np.empty(T)
+        for i in range(b * _CHUNK, min(I, (b + 1) * _CHUNK)):
+            a = z_ptr[i]
+            e1 = z_ptr[i + 1]
+            if a == e1:
+                continue
+            for k in range(T):
+                W[k] = 0.0
+            for e in range(a, e1):
+                j = z_cols[e]
+                for k in range(T):
+                    W[k] += C[j, k]
+            s = 0.0
+            for k in range(T):
+                s += R[i, k] * lam[k] * W[k]
+            row_sum[i] = s
+    n1 = o_rows.shape[0]
+    term = np.empty(n1)
+    for b in prange((n1 + _CHUNK - 1) // _CHUNK):
+        Rl = np.empty(T)
+        last = -1
+        for e in range(b * _CHUNK, min(n1, (b + 1) * _CHUNK)):
+            i = o_rows[e]
+            if i != last:
+                for k in range(T):
+                    Rl[k] = R[i, k] * lam[k]
+                last = i
+            r = row_dot(Rl, C[o_cols[e]])
+            term[e] = math.log(-math.expm1(-r)) if r > 0.0 else -np.inf
+    total = 0.0
+    for i in range(I):
+        if z_ptr[i] != z_ptr[i + 1]:
+            total -= row_sum[i]
+    for e in range(n1):
+        total += term[e]
+    return total
+
+
+def test_loglik_sum(z_ptr, z_cols, o_rows, o_cols, R, C, lam):
+    """Sum of the Bernoulli log likelihoods of the held-out entries (Eq. 1 link).
+
+    A test zero contributes ln P(x = 0) = -rate_ij = -sum_k R_ik lam_k C_jk,
+    so the zeros of row i only enter through W_ik = sum_{j in zeros(i)} C_jk:
+    their sum is -sum_i sum_k R_ik lam_k W_ik. Accumulating W is an
+    element-wise vector addition (the compiler vectorises it without changing
+    any summation order), about three times faster than a dot product per
+    entry; the test ones (a few percent of the entries) get their own rate and
+    ln(1 - exp(-rate)). Cost O(test entries x T); no dense array.
+    Equals ``n_test * tdll_from_rates(link_rates(...), labels)`` up to rounding.
+    
+    On several cores (``parallel_threads``) the rows and the test ones are shared out and their
+    terms added in the serial order: the same number at any thread count.
+    """
+    if parallel_threads((z_cols.shape[0] + o_rows.shape[0]) * R.shape[1]) > 1:
+        return _test_loglik_sum_parallel(z_ptr, z_cols, o_rows, o_cols, R, C, lam)
+    return _test_loglik_sum_serial(z_ptr, z_cols, o_rows, o_cols, R, C, lam)
 
 
 @njit(cache=True)
