@@ -170,9 +170,15 @@ def advice(result, found=()) -> str:
         tips.append("start from the data (fit's default, init='data')")
     if result.T is not None and result.K[-result.settings["n_avg"]:].mean() >= result.T - 0.5:
         tips.append(f"a larger truncation level (every one of the T = {result.T} atoms is in use)")
-    tips.append("hold the shape parameters small during burn-in (hold=(300, 0.1))")
+    # advice that runs as written: a hold must end before the averaged n_avg sweeps, and the truncated
+    # models' chains start on at most T atoms (starts=('data', 1, 100) failed for T < 100)
+    n_avg = result.settings["n_avg"]
+    hold = "hold=(300, 0.1)" + ("" if result.settings["n_iter"] - n_avg >= 300 else f" with n_iter >= {300 + n_avg}")
+    tips.append(f"hold the shape parameters small during burn-in ({hold})")
+    T = result.T
+    many = tuple(dict.fromkeys(("data", 1, 100 if T is None else min(T, 100))))
     tips.append("run several chains from different starts and compare them "
-                "(fit_chains(X, model, starts=('data', 1, 100)).table())")
+                f"(fit_chains(X, model{'' if T is None else f', T={T}'}, starts={many!r}).table())")
     return "; ".join(tips)
 
 

@@ -266,6 +266,25 @@ def test_log_score_refuses_weights_off_the_simplex(weights, msg):
     assert np.isfinite(stacking.log_score(np.array([[0.5, 0.2], [0.1, 0.3]]), [1, 0], [0.25, 0.75]))
 
 
+@pytest.mark.parametrize("model, T, expect", [("DEPM", 4, "starts=('data', 1, 4)"), ("EPM", 1, "starts=('data', 1)"),
+                                              ("IDEPM", None, "starts=('data', 1, 100)")])
+def test_degenerate_advice_names_starts_that_fit_the_truncation(model, T, expect):
+    from epm_lib import diagnose
+    r = epm_lib.fit(small(), model, T=T, n_iter=10, n_avg=5)
+    tip = diagnose.advice(r)
+    assert expect in tip, tip
+    if T is not None:
+        assert "100" not in tip, tip
+
+
+def test_degenerate_advice_says_how_long_a_held_run_must_be():
+    from epm_lib import diagnose
+    r = epm_lib.fit(small(), "DEPM", T=4, n_iter=50, n_avg=20)
+    assert "hold=(300, 0.1) with n_iter >= 320" in diagnose.advice(r)
+    r = epm_lib.fit(small(), "DEPM", T=4, n_iter=400, n_avg=100)
+    assert "hold=(300, 0.1))" in diagnose.advice(r)
+
+
 @pytest.fixture(scope="module")
 def toy90():
     return epm_lib.datasets.load("toy90").X
