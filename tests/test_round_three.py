@@ -306,3 +306,15 @@ def test_warnings_of_fit_point_at_the_callers_line(toy90):
         warnings.simplefilter("always")
         epm_lib.fit(toy90, "DEPM", T=1, n_iter=30, n_avg=10)
     assert caught and all(w.filename == __file__ for w in caught), [(w.filename, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize("seed, p", [(0, 0.1), (1, 0.3), (2, 0.3), (2, 0.5)])
+def test_no_chance_alarm_on_a_small_noise_matrix(seed, p):
+    """5 x 400 noise: the noise edge of choose_rank put K at 4 of 5 rows, and a rank-4 SVD of five
+    rows reproduces them (in-sample AUC 1.00): no yardstick for the fit's in-sample AUC."""
+    X = (np.random.default_rng(seed).random((5, 400)) < p).astype(np.int8)
+    for model, T in (("DEPM", 4), ("IDEPM", None)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = epm_lib.fit(X, model, T=T, n_iter=100, n_avg=50)
+        assert not any(d.startswith(("chance", "poor fit")) for d in r.diagnosis), (model, r.diagnosis)
