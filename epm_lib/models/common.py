@@ -77,10 +77,16 @@ def _scaled_rows(R, lam):
     I, T = R.shape
     Rl = np.empty((I, T))
     for i in range(I):
-        for k in range(T):
-            v = R[i, k] * lam[k]
-            Rl[i, k] = v if v >= TINY else 0.0
+        _scale_row(R, lam, i, Rl)
     return Rl
+
+
+@njit(cache=True)
+def _scale_row(R, lam, i, Rl):
+    """Row i of ``_scaled_rows``, written into ``Rl``."""
+    for k in range(R.shape[1]):
+        v = R[i, k] * lam[k]
+        Rl[i, k] = v if v >= TINY else 0.0
 
 
 @njit(cache=True, inline="always")
@@ -345,10 +351,8 @@ def _link_rates_serial(rows, cols, R, C, lam):
 def _link_rates_parallel(rows, cols, R, C, lam):
     I, T = R.shape
     Rl = np.empty((I, T))
-    for i in prange(I):                 # _scaled_rows, row by row
-        for k in range(T):
-            v = R[i, k] * lam[k]
-            Rl[i, k] = v if v >= TINY else 0.0
+    for i in prange(I):
+        _scale_row(R, lam, i, Rl)
     out = np.empty(rows.shape[0])
     for e in prange(rows.shape[0]):
         out[e] = row_dot(Rl[rows[e]], C[cols[e]])
@@ -396,35 +400,46 @@ def split_test(t_rows, t_cols, t_labels, I):
 
 
 @njit(cache=True)
+def _zeros_rate_sum(i, z_ptr, z_cols, R, C, lam, W):
+    """sum_k R_ik lam_k W_ik with W_ik = sum_{j in the test zeros of row i} C_jk (``W`` a scratch
+    vector of length T): minus the log likelihood of row i's test zeros."""
+    T = R.shape[1]
+    for k in range(T):
+        W[k] = 0.0
+    for e in range(z_ptr[i], z_ptr[i + 1]):
+        j = z_cols[e]
+        for k in range(T):
+            W[k] += C[j, k]
+    s = 0.0
+    for k in range(T):
+        s += R[i, k] * lam[k] * W[k]
+    return s
+
+
+@njit(cache=True)
+def _one_loglik(i, j, last, R, C, lam, Rl):
+    """ln(1 - exp(-rate_ij)) of a test one; ``Rl`` holds R_i. lam for row ``last`` and is refilled
+    when i differs (test ones come sorted by row)."""
+    if i != last:
+        for k in range(R.shape[1]):
+            Rl[k] = R[i, k] * lam[k]
+    r = row_dot(Rl, C[j])
+    return math.log(-math.expm1(-r)) if r > 0.0 else -np.inf
+
+
+@njit(cache=True)
 def _test_loglik_sum_serial(z_ptr, z_cols, o_rows, o_cols, R, C, lam):
     I, T = R.shape
     W = np.empty(T)
     total = 0.0
     for i in range(I):
-        a = z_ptr[i]
-        b = z_ptr[i + 1]
-        if a == b:
-            continue
-        for k in range(T):
-            W[k] = 0.0
-        for e in range(a, b):
-            j = z_cols[e]
-            for k in range(T):
-                W[k] += C[j, k]
-        s = 0.0
-        for k in range(T):
-            s += R[i, k] * lam[k] * W[k]
-        total -= s
+        if z_ptr[i] != z_ptr[i + 1]:
+            total -= _zeros_rate_sum(i, z_ptr, z_cols, R, C, lam, W)
     Rl = np.empty(T)
     last = -1
     for e in range(o_rows.shape[0]):
-        i = o_rows[e]
-        if i != last:
-            for k in range(T):
-                Rl[k] = R[i, k] * lam[k]
-            last = i
-        r = row_dot(Rl, C[o_cols[e]])
-        total += math.log(-math.expm1(-r)) if r > 0.0 else -np.inf
+        total += _one_loglik(o_rows[e], o_cols[e], last, R, C, lam, Rl)
+        last = o_rows[e]
     return total
 
 
@@ -435,40 +450,23 @@ _CHUNK = 64
 @njit(cache=True, parallel=True)
 def _test_loglik_sum_parallel(z_ptr, z_cols, o_rows, o_cols, R, C, lam):
     """``_test_loglik_sum_serial`` with the rows' sums over their test zeros and the test ones' log
-    likelihoods computed in parallel, chunk by chunk, each exactly as the serial kernel computes it,
+    likelihoods computed in parallel, chunk by chunk, each by the serial kernel's own functions,
     then added in the serial kernel's order: the same total, bit for bit, at any thread count."""
     I, T = R.shape
     row_sum = np.zeros(I)
     for b in prange((I + _CHUNK - 1) // _CHUNK):
         W = np.empty(T)
         for i in range(b * _CHUNK, min(I, (b + 1) * _CHUNK)):
-            a = z_ptr[i]
-            e1 = z_ptr[i + 1]
-            if a == e1:
-                continue
-            for k in range(T):
-                W[k] = 0.0
-            for e in range(a, e1):
-                j = z_cols[e]
-                for k in range(T):
-                    W[k] += C[j, k]
-            s = 0.0
-            for k in range(T):
-                s += R[i, k] * lam[k] * W[k]
-            row_sum[i] = s
+            if z_ptr[i] != z_ptr[i + 1]:
+                row_sum[i] = _zeros_rate_sum(i, z_ptr, z_cols, R, C, lam, W)
     n1 = o_rows.shape[0]
     term = np.empty(n1)
     for b in prange((n1 + _CHUNK - 1) // _CHUNK):
         Rl = np.empty(T)
         last = -1
         for e in range(b * _CHUNK, min(n1, (b + 1) * _CHUNK)):
-            i = o_rows[e]
-            if i != last:
-                for k in range(T):
-                    Rl[k] = R[i, k] * lam[k]
-                last = i
-            r = row_dot(Rl, C[o_cols[e]])
-            term[e] = math.log(-math.expm1(-r)) if r > 0.0 else -np.inf
+            term[e] = _one_loglik(o_rows[e], o_cols[e], last, R, C, lam, Rl)
+            last = o_rows[e]
     total = 0.0
     for i in range(I):
         if z_ptr[i] != z_ptr[i + 1]:
