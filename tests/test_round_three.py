@@ -318,3 +318,27 @@ def test_no_chance_alarm_on_a_small_noise_matrix(seed, p):
             warnings.simplefilter("ignore")
             r = epm_lib.fit(X, model, T=T, n_iter=100, n_avg=50)
         assert not any(d.startswith(("chance", "poor fit")) for d in r.diagnosis), (model, r.diagnosis)
+
+
+# --- the command line -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, msg", [
+    (["--jobs", "0"], "--jobs must be an integer >= 1 (processes) or -1 (every core), got 0"),
+    (["--dask-local", "0"], "--dask-local must be a number of worker processes >= 1, got 0"),
+    (["--data-dir", "/nowhere"], "--data-dir is where MovieLens is read from; enron09 is not read from it"),
+    (["--converged", "--jobs", "0"], "--jobs must be an integer >= 1"),
+])
+def test_command_line_refuses_at_parse_time(args, msg, capsys, tmp_path):
+    import epm_lib.experiments as ex
+    with pytest.raises(SystemExit) as info:         # no --dry-run: nothing may run before the refusal
+        ex.main(["--dataset", "enron09", "--folds", "0", "--models", "DEPM", "--T", "2",
+                 "--results", str(tmp_path)] + args)
+    assert info.value.code == 2 and msg in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_command_line_uses_data_dir_with_movielens(tmp_path, capsys):
+    import epm_lib.experiments as ex
+    code = ex.main(["--dataset", "movielens100k", "enron09", "--models", "DEPM", "--T", "2", "--folds", "0",
+                    "--data-dir", str(tmp_path / "nowhere"), "--results", str(tmp_path), "--no-progress"])
+    assert code == 1 and "u.data" in capsys.readouterr().err

@@ -97,7 +97,7 @@ def _build_parser():
     d = p.add_argument_group("data")
     d.add_argument("--data-dir", default=None,
                    help="folder with ml-100k/ and ml-1m/ (default: $EPM_DATA_DIR, else the "
-                        "repository's data/)")
+                        "repository's data/); MovieLens only, refused for the other data sets")
     d.add_argument("--threshold", type=float, default=None,
                    help="own file: x = 1 iff value > THRESHOLD (default: value != 0)")
     d.add_argument("--sep", default=None, help="own file: field separator (default: guessed)")
@@ -355,6 +355,11 @@ def _refuse_ignored(args, given, specs, models):
         if bad or len(args.starts) < 2:
             raise ValueError(f"--starts takes at least two chains' starts, each 'data' or an initial number "
                              f"of atoms >= 1, e.g. --starts data data 1 1; got {' '.join(args.starts)}")
+    if "data_dir" in given and not any(s.path is None and s.name.startswith("movielens") for s in specs):
+        names = ", ".join(s.folder for s in specs)
+        raise ValueError(f"--data-dir is where MovieLens is read from; {names} "
+                         f"{'is' if len(specs) == 1 else 'are'} not read from it (toy90 is generated, enron09 "
+                         f"is shipped with the repository, your own file is read from its path): leave it out")
     if not any(s.path is not None for s in specs):
         for k in ("threshold", "sep", "square"):
             if k in given:
