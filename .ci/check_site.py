@@ -26,7 +26,10 @@ Fails (exit 1) when a page
     between it and the column scrolls sideways (``overflow-x: auto|scroll``); a
     box that clips (``hidden``/``clip``) or nothing at all fails;
   - at 390 px, a display equation wider than its box that does not scroll in it,
-    or a page that scrolls sideways.
+    or a page that scrolls sideways;
+  - at 390 px, a figure of a code cell shown narrower than ``MIN_FIGURE`` px (or its own width),
+    whose text would be too small to read, or wider than the column outside a scrolling box
+    (issue 32).
 
 The measurement runs in a copy of each page (a hidden file ``.check-*.html`` next
 to it, removed afterwards) with a script added before ``</body>``; the 390 px
@@ -57,6 +60,9 @@ WIDE, NARROW = 1280, 390            # window widths measured (px)
 SLACK = 1                           # px of rounding allowed
 SCREEN = 1000                       # px: the height of the 1280 px window, one screen
 MAX_SCREENS = 12                    # issue 21: a chapter runs to about 12 screens at most
+#: px: the least width of a code cell's figure at 390 px (the figures are drawn at 150 dpi with 10 pt
+#: text, 20.8 px; at 540 px of a 1,050 px figure the text is about 11 px)
+MIN_FIGURE = 540
 CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -133,6 +139,22 @@ MEASURE_JS = r"""
                                           : 'wider than the column, no scrolling box',
                 text: clean(t.textContent)});
     });
+    if (!wide) {
+      // issue 32: a figure of a code cell keeps MIN_FIGURE px (text about 11 px) on a phone, in a box
+      // that scrolls sideways (_static/overflow.css), instead of shrinking to the screen
+      col.querySelectorAll('.cell_output img').forEach(function (im) {
+        if (!im.naturalWidth) return;                     // absent files are reported elsewhere
+        var w = im.getBoundingClientRect().width, need = Math.min(im.naturalWidth, %(min_figure)d);
+        var s = scroller(im.parentElement, col);
+        if (w + SLACK < need)
+          out.push({kind: 'figure', width: Math.round(w), natural: im.naturalWidth,
+                    text: 'a figure shown ' + Math.round(w) + ' px wide (its text ' +
+                          (w / im.naturalWidth * 20.8).toFixed(1) + ' px): ' + (im.getAttribute('src') || '').slice(-40)});
+        else if (w > W + SLACK && s.kind !== 'scroll')
+          out.push({kind: 'figure', width: Math.round(w), natural: im.naturalWidth,
+                    text: 'a figure wider than the column without a scrolling box: ' + (im.getAttribute('src') || '').slice(-40)});
+      });
+    }
     var page = document.documentElement.scrollWidth;
     if (page > window.innerWidth + SLACK) {
       // name the outermost elements that stick out of the window
@@ -176,7 +198,7 @@ MEASURE_JS = r"""
   if (document.readyState === 'complete') wait(); else window.addEventListener('load', wait);
 })();
 </script>
-""" % {"slack": SLACK, "id": REPORT_ID}
+""" % {"slack": SLACK, "id": REPORT_ID, "min_figure": MIN_FIGURE}
 
 NARROW_WRAPPER = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">
 <iframe src="%(src)s" style="width:%(w)dpx;height:1000px;border:0"></iframe>

@@ -43,3 +43,29 @@ def test_a_printed_output_wider_than_the_column_is_found(tmp_path, tag, css, fou
     page.write_text(PAGE % {"css": css, "tag": tag, "line": line}, encoding="utf-8")
     _, problems = check_site.check_page(page)
     assert any("a printed output wider than the column" in p for p in problems) == found, problems
+
+
+FIGURE_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>
+img { max-width: 100%%; height: auto; } %(css)s</style></head><body>
+<div class="bd-article"><div class="cell"><div class="cell_output"><figure>
+<img src="figure.png"><figcaption>Fig. 1</figcaption></figure></div></div></div></body></html>"""
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="the browser check needs chromium (CI installs it)")
+@pytest.mark.parametrize("css, found", [("", True), ("BOOK_CSS", False)])
+def test_a_figure_shrunk_on_a_phone_is_found(tmp_path, css, found):
+    """Issue 32: a 1,050 px figure shrunk to a 390 px screen has 6 px text; the book's CSS keeps
+    it 600 px wide in a box that scrolls sideways."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 3), dpi=150)
+    ax.plot([0, 1], [0, 1])
+    fig.savefig(tmp_path / "figure.png", dpi=150)
+    plt.close(fig)
+    css = (Path(__file__).parents[1] / "_static" / "overflow.css").read_text() if css == "BOOK_CSS" else ""
+    page = tmp_path / "page.html"
+    page.write_text(FIGURE_PAGE % {"css": css}, encoding="utf-8")
+    _, problems = check_site.check_page(page)
+    assert any(p.startswith("390 px: figure:") for p in problems) == found, problems
+    assert not any("page scrolls sideways" in p for p in problems), problems
