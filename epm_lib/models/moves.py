@@ -104,7 +104,7 @@ do not find its block structure. A proposal may instead move BLOCKS: with the un
 customers of S in one row i, B_i = {c in S : row(c) = i}, move together (with "column", those in
 one column). The unit of a proposal is fixed by ``units`` (``UNIT_CUSTOMER``, ``UNIT_ROW``,
 ``UNIT_COLUMN``) or drawn for each proposal, independently of the state, with probabilities
-``MIXED_UNIT_PROBS`` (``UNITS_MIXED``, the default). The blocks are a function of S and of the
+``MIXED_UNIT_PROBS`` (``UNITS_MIXED``). The default, ``DEFAULT_UNITS``, is single customers. The blocks are a function of S and of the
 unit only, so they are the same in the merged state and in every split of S.
 
 * The anchors are drawn as before; B1, B2 are their blocks. A split with B1 = B2 (anchors in one
@@ -162,35 +162,9 @@ makes proposals until their work, sum |S| (s + 4), reaches ``WORK_PER_SWEEP`` x 
 cost of one Gibbs sweep of Eq. (6) (which visits M K+ customer-atom pairs); the number of
 proposals is then random but reproducible.
 
-Acceptance in practice (measured when this module was written, one Gibbs sweep then one call
-with the defaults per iteration). Enron (149 x 149, 441 ones, M ~ 600, K+ ~ 23): about 20
-sequential-allocation proposals per sweep, 2 % of the splits and 0.2-0.3 % of the merges
-accepted; K+ wanders between 15 and 35 from every start. MovieLens100K (943 x 1682, M ~ 75 000):
-from a 2-atom state splits are taken with s >= 5 (about 1 in 30-50; never with s = 0), but in
-states with 11 or 22 atoms none of thousands of proposals was accepted, for any s up to 20: the
-log ratios of the best splits are about -10, of the best merges -300 and below (median -1000 and
--3000 or worse). There these moves leave the chain where it is, exactly but uselessly.
-
-Block units in practice (MovieLens100K, measured when they were added; states after 200 Gibbs
-sweeps of ``fit`` from 2, 10 and 100 atoms, K+ = 2, 12, 25, M ~ 67 000-76 000; 1000 proposals of
-each unit per state, s = 5; s = 0 and 20 alike). A block proposal is nearly deterministic (-ln q
-of a block split: median 6-27 nats, against 1300-11 000 for a customer split), and its splits
-are far better than a customer split's (ln pi(S1) pi(S2)/pi(S), median -100 to -310 against
--2200 to -13 000). At K+ = 2 column blocks find splits with log ratios up to +1450 (3 of 390
-taken; 2 of 521 customer splits), but at K+ = 12 and 25 the best block split found is still 4-22
-nats worse than the unsplit atom: 0 of ~100 row and ~100 column splits per state taken (0 of
-~120 customer splits). Block merges are useless there: every block merge of these states was
-rejected as not block-consistent (any two atoms that are not tiny share rows and columns: of the
-66 and 300 pairs, 7 and 53 share no row, all with an atom of 1 or 2 customers). Merging is in any
-case disfavoured by pi itself: over the pairs of atoms, the median ln pi(merged)/pi(split) is
--1310 (K+ = 12) and -740 (K+ = 25). Chains of ``fit`` with a 1 % hold-out (``cv_fold(shape, 0,
-100, 0)``), 10 proposals per sweep of the mixture (s = 5): from 1, 2 and 100 atoms K+ is about
-4.7, 6.9 and 19.2 after 2000 sweeps (TDLL -0.0839, -0.0832, -0.0797); with 30 proposals per
-sweep 6.6 and 17.8 from 1 and 100 (TDLL -0.0829, -0.0790); customers alone 4.5 from 1 atom; the
-plain Gibbs sampler 2.1 and 19.0 from 2 and 100 (TDLL -0.0909, -0.0794, 1000 sweeps). 2000
-sweeps with 10 proposals took 140-170 CPU s from 1-2 atoms (proposals on atoms of 20 000-70 000
-customers, a few ms each) and 72 s from 100. The block moves help the chains from few atoms a
-little; the chains still disagree by a factor of 3-4 in K+ and by 0.003-0.004 in TDLL.
+What the moves achieve on real data (acceptance rates, the log ratios of the best splits and merges,
+chains from few and many atoms) is measured in ``benchmarks/move_diagnostics.py`` and shown in
+``chapters/14c_idepm_movielens``.
 
 Derived in ``chapters/13b_depm_moves`` (DEPM) and ``chapters/14b_idepm_moves`` (IDEPM); on MovieLens100K
 in ``chapters/14c_idepm_movielens``.
@@ -225,7 +199,7 @@ DEFAULT_N_SCANS = 5
 UNIT_CUSTOMER, UNIT_ROW, UNIT_COLUMN, UNITS_MIXED = range(4)
 #: probabilities of (customer, row, column) units under ``UNITS_MIXED`` (read when compiled)
 MIXED_UNIT_PROBS = (1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0)
-#: default unit choice
+#: default unit of every proposal: single customers (``UNIT_CUSTOMER``)
 DEFAULT_UNITS = UNIT_CUSTOMER
 #: work of a block proposal per customer of S and pass, relative to a customer proposal's
 BLOCK_WORK = 1.0
