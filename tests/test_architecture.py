@@ -29,9 +29,7 @@ KNOWN_CYCLES = {
     frozenset({"epm_lib.starts", "epm_lib.fit_options"}):
         "starts.choose_rank imports fit_options.check_bool (inside the function); fit_options imports starts",
 }
-KNOWN_LONG = {
-    "epm_lib/chains.py": "754 lines since issue 30's checks of fit_chains and run_until_agree",
-}
+KNOWN_LONG = {}
 
 
 def _module_name(path: Path) -> str:
