@@ -9,6 +9,8 @@ the library (``epm_lib`` outside this package) imports from here; ``epm_lib.resu
 - ``records.py``: the stored records of Sec. 5's protocol, of the converged one and of the
   baselines, read back and checked; a metric per fold;
 - ``tables.py``: means and paired differences over folds, the markdown tables;
+- ``fig2.py``: the numbers behind Fig. 2 (chapter 22) as tidy tables: per (model, T), per pair of
+  points, per converged run;
 - ``verdicts.py``: chapter 26's verdicts on H1-H3, under either protocol;
 - ``figures.py``: one panel of Fig. 2 (``plot_metric``) and the Part III figures;
 - ``start_benchmarks.py``: the JSON files of ``benchmarks/bench_starts.py`` (chapters 29, 29b);

@@ -1,16 +1,19 @@
 """The benchmarks of the starts (``benchmarks/bench_starts.py``), read for chapters 29 and 29b: its
 JSON files as {label: {fold: score}} (:func:`planted_scores`, :func:`network_scores`), and the
 default start against the paper's on chapter 30's networks (:func:`start_differences`, with the
-keys' :func:`start_tag`). The values feed ``tables.mean_se`` like those of ``records.values``.
+keys' :func:`start_tag`; a key read back into its named parts: :func:`parse_start_key`). The values
+feed ``tables.mean_se`` like those of ``records.values``.
 """
 from __future__ import annotations
+
+from typing import NamedTuple, Optional
 
 import numpy as np
 
 from .tables import paired
 
 __all__ = ["planted_scores", "network_scores", "START_METRICS", "START_SEED", "START_SWEEPS", "start_tag",
-           "start_differences"]
+           "StartKey", "parse_start_key", "start_differences"]
 
 
 def planted_scores(bench, metric="tdauc_pr"):
@@ -58,9 +61,38 @@ START_SEED, START_SWEEPS = 2017, 500
 
 def start_tag(start, seed=START_SEED, sweeps=START_SWEEPS):
     """The last part of a ``starts_chapter30.json`` key: the start, then "@seed" unless chapter 30's
-    seed and "~sweeps" unless its 500 sweeps (``benchmarks/bench_starts.py`` writes it, and
-    :func:`start_differences` reads it)."""
+    seed and "~sweeps" unless its 500 sweeps (``benchmarks/bench_starts.py`` writes it;
+    :func:`parse_start_key` reads it back)."""
     return start + ("" if seed == START_SEED else f"@{seed}") + ("" if sweeps == START_SWEEPS else f"~{sweeps}")
+
+
+class StartKey(NamedTuple):
+    """The parts of a key of ``starts_chapter30.json`` (:func:`parse_start_key`)."""
+    network: str
+    protocol: str                #: how the fold's pairs were held out: "missing" or "zeros"
+    fold: int
+    model: str                   #: "SVD" for the baselines' record of the fold
+    start: Optional[str]         #: "default" or "paper"; None for "SVD"
+    seed: Optional[int]          #: the chain's seed (:data:`START_SEED` when the key has no "@seed")
+    sweeps: Optional[int]        #: its length (:data:`START_SWEEPS` when the key has no "~sweeps")
+
+
+def parse_start_key(key):
+    """A key of ``starts_chapter30.json`` ("network/protocol/fold/model/" + :func:`start_tag`, or
+    "network/protocol/fold/SVD") as its named parts, a :class:`StartKey`: e.g.
+    "Davis/zeros/0/EPM/paper@2018~5000" -> network "Davis", protocol "zeros", fold 0, model "EPM",
+    start "paper", seed 2018, sweeps 5000. ``ValueError`` naming the key for any other form."""
+    parts = key.split("/")
+    if len(parts) == 4 and parts[3] == "SVD" and parts[2].isdigit():
+        return StartKey(parts[0], parts[1], int(parts[2]), "SVD", None, None, None)
+    if len(parts) == 5 and parts[2].isdigit() and parts[3] != "SVD":
+        rest, tilde, sweeps = parts[4].partition("~")
+        start, at, seed = rest.partition("@")
+        if start and (not at or seed.isdigit()) and (not tilde or sweeps.isdigit()):
+            return StartKey(parts[0], parts[1], int(parts[2]), parts[3], start,
+                            int(seed) if seed else START_SEED, int(sweeps) if sweeps else START_SWEEPS)
+    raise ValueError(f"{key!r} is not a key of starts_chapter30.json "
+                     "('network/protocol/fold/model/start[@seed][~sweeps]' or 'network/protocol/fold/SVD')")
 
 
 def start_differences(bench, seeds, sweeps=START_SWEEPS, metrics=START_METRICS):
@@ -72,11 +104,16 @@ def start_differences(bench, seeds, sweeps=START_SWEEPS, metrics=START_METRICS):
     Returns {(network, protocol, model): {metric: (mean difference, SE, folds, mean default, mean
     paper)}}, in the records' order."""
     out = {}
-    cells = dict.fromkeys(tuple(k.split("/")[i] for i in (0, 1, 3)) for k in bench
-                          if k.count("/") == 4 and k.split("/")[3] != "SVD")
+    keys = []
+    for k in bench:
+        try:
+            keys.append(parse_start_key(k))
+        except ValueError:
+            continue
+    cells = dict.fromkeys((p.network, p.protocol, p.model) for p in keys if p.start is not None)
     for net, protocol, model in cells:
         per_fold = {}
-        for f in sorted({int(k.split("/")[2]) for k in bench if k.startswith(f"{net}/{protocol}/")}):
+        for f in sorted({p.fold for p in keys if (p.network, p.protocol) == (net, protocol)}):
             base = f"{net}/{protocol}/{f}/{model}/"
             recs = {st: [bench.get(base + start_tag(st, s, sweeps)) for s in seeds] for st in ("default", "paper")}
             if all(r is not None for rs in recs.values() for r in rs):
