@@ -93,6 +93,7 @@ XB = np.array([[1, 1, 0],
                [0, 0, 1]])     # singular values 2 (the 2x2 block) and 1 (the single one)
 
 
+@pytest.mark.slow
 def test_svd_scores_hand_computed():
     r, c = _all_entries(3, 3)
     # rank 1: the 2x2 block of ones; rank 2: the matrix itself
@@ -102,6 +103,7 @@ def test_svd_scores_hand_computed():
     np.testing.assert_allclose(s2.reshape(3, 3), XB, atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("calibrator", bl.CALIBRATORS)
 def test_svd_calibration_hand_computed(calibrator):
     # calibration on the training entries (all four zeros enumerated, weight 1) of the rank-1
@@ -113,6 +115,7 @@ def test_svd_calibration_hand_computed(calibrator):
     assert np.all((p > 0) & (p < 1))
 
 
+@pytest.mark.slow
 def test_monotone_calibration_keeps_the_ranking_and_beats_platt_on_tdll(toy_fold):
     _, X_train, (r, c, lab) = toy_fold
     p, s = bl.svd_scores(X_train, r, c, k=8, return_scores=True)
@@ -122,6 +125,7 @@ def test_monotone_calibration_keeps_the_ranking_and_beats_platt_on_tdll(toy_fold
     assert bernoulli_tdll(lab, p) > bernoulli_tdll(lab, p_platt)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("calibrator", bl.CALIBRATORS)
 def test_svd_train_calibration_matches_the_density_in_the_large(calibrator):
     # maximum likelihood with a free intercept: the mean probability over the calibration set
@@ -132,6 +136,7 @@ def test_svd_train_calibration_matches_the_density_in_the_large(calibrator):
     assert p.mean() == pytest.approx(X.nnz / (X.shape[0] * X.shape[1]), rel=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("calibration", ["holdout", "train"])
 @pytest.mark.parametrize("calibrator", bl.CALIBRATORS)
 def test_svd_deterministic_and_in_unit_interval(toy_fold, calibration, calibrator):
@@ -147,6 +152,7 @@ def test_svd_deterministic_and_in_unit_interval(toy_fold, calibration, calibrato
     np.testing.assert_allclose(p1, p3, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_select_k_deterministic(toy_fold):
     _, X_train, _ = toy_fold
     k1, ap1 = bl.select_k(X_train, seed=0, return_scores=True)
@@ -160,6 +166,7 @@ def test_select_k_deterministic(toy_fold):
 # ---------------------------------------------------------------------------------------------
 # scoring on held-out entries
 # ---------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_toy90_svd_beats_popularity(toy_fold):
     X, X_train, test = toy_fold
     res = bl.score_baselines(X_train, test, seed=0)
@@ -202,6 +209,7 @@ def test_single_class_test_gives_nan_auc_roc():
     assert math.isfinite(res["popularity"]["tdll"])
 
 
+@pytest.mark.slow
 def test_sparse_path_does_not_densify():
     # a 6000 x 4000 matrix with 20000 ones: a dense float64 copy would take 192 MB; what the
     # baselines hold is O(ones + test entries + (I + J) k)
@@ -223,6 +231,7 @@ def test_sparse_path_does_not_densify():
     assert peak < 0.1 * I * J * 8, f"peak {peak / 2**20:.1f} MB"
 
 
+@pytest.mark.slow
 def test_movielens100k_runs():
     try:
         X = datasets.load("movielens100k").X

@@ -27,6 +27,7 @@ def test_fit_chains_traces_and_seeds():
     assert np.array_equal(post["gamma0"].values[1], one.hyper["gamma0"])
 
 
+@pytest.mark.slow
 def test_parallel_chains_equal_serial():
     X = small(1)
     a = epm_lib.fit_chains(X, "DEPM", T=6, starts=(1, 6), n_iter=20, n_avg=5)

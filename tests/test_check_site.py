@@ -28,6 +28,7 @@ PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>%(css)s</style
 </div></body></html>"""
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="the browser check needs chromium (CI installs it)")
 @pytest.mark.parametrize("tag, css, found", [
     ("", "", True),                                   # a printed line running past the column

@@ -77,6 +77,7 @@ def _svd_scores(folds, **kw):
     return bl.svd_scores(X_train, rows, cols, k=8, mask=miss, seed=SEED, return_scores=True, **kw)
 
 
+@pytest.mark.slow
 def test_last_bits_of_the_factors_change_nothing(lesmis, monkeypatch):
     ref = _run(lesmis)
     p_ref, s_ref = _svd_scores(lesmis)
@@ -97,6 +98,7 @@ def test_last_bits_of_the_factors_change_nothing(lesmis, monkeypatch):
         np.testing.assert_allclose(p, p_ref, rtol=1e-9, atol=0)
 
 
+@pytest.mark.slow
 def test_without_the_grid_the_ranking_metrics_depend_on_the_last_bits(lesmis, monkeypatch):
     """The test above has teeth: the same perturbations, scores not snapped, change TDAUC-PR or
     AUC-ROC of the SVD (ties between equal scores are broken by rounding noise)."""

@@ -224,6 +224,7 @@ def test_movielens100k():
     assert set(zip(*map(np.ndarray.tolist, ds.X.nonzero()))) == liked
 
 
+@pytest.mark.slow
 @needs_1m
 def test_movielens1m_fast_and_verified():
     t0 = time.perf_counter()
@@ -240,6 +241,7 @@ def test_movielens1m_fast_and_verified():
     assert "ratings.csv.gz" in ds.source and "harper2015movielens" in ds.source
 
 
+@pytest.mark.slow
 @needs_1m
 def test_movielens1m_from_ratings_dat_format(tmp_path):
     """A ratings.dat in the GroupLens format (UserID::MovieID::Rating::Timestamp) is read, is
@@ -257,6 +259,7 @@ def test_movielens1m_from_ratings_dat_format(tmp_path):
     assert ds.shape == (6040, 3706) and ds.n_ones == 575_281 and fingerprint(ds.X) == FP_1M
 
 
+@pytest.mark.slow
 @needs_1m
 @needs_1m_half
 def test_movielens1m_original_first_half(tmp_path):
@@ -642,6 +645,7 @@ def test_load_file_table_parser_agrees_with_line_parser(tmp_path, monkeypatch, b
     assert fast.row_labels.dtype.kind == slow.row_labels.dtype.kind
 
 
+@pytest.mark.slow
 def test_load_file_large_triplet_file_is_fast(tmp_path):
     rng = np.random.default_rng(6)
     n = 400_000

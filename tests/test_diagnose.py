@@ -23,6 +23,7 @@ def planted():
     return X, test, mask
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,T,init", [("IDEPM", None, "random"), ("DEPM", 50, "paper"), ("EPM", 50, "paper")])
 def test_paper_start_on_communities_is_flagged_and_data_start_is_not(planted, model, T, init):
     X, test, mask = planted
@@ -37,12 +38,14 @@ def test_paper_start_on_communities_is_flagged_and_data_start_is_not(planted, mo
     assert good.settings["init"] == "data" and good.diagnosis == [] and good.tdauc_roc > 0.75
 
 
+@pytest.mark.slow
 def test_dust_is_named(planted):
     X, test, mask = planted
     with pytest.warns(DegenerateFitWarning, match="dust: \\d+ active atoms on average for 900 ones"):
         fit(X, "IDEPM", init="random", symmetric=True, mask=mask, test=test, n_iter=300, n_avg=100)
 
 
+@pytest.mark.slow
 def test_small_matrices_and_good_fits_are_not_checked_or_flagged():
     X = np.zeros((12, 10), dtype=np.int8)
     X[:6, :5] = 1                                        # 30 ones: below MIN_ONES, not checked
@@ -109,6 +112,7 @@ def test_stacking_weights_maximise_the_log_score():
             stacking_weights(**bad)
 
 
+@pytest.mark.slow
 def test_fit_chains_with_the_data_start_table_best_and_stacking(planted):
     X, test, mask = planted
     with warnings.catch_warnings():

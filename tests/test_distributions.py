@@ -312,6 +312,7 @@ print(sample_ztp(rng, 9e18) > 0)
 """
 
 
+@pytest.mark.slow
 def test_ztp_bad_rate_raises_instead_of_hanging():
     """Regression: numba's Poisson returns 0 for NaN and INT64_MIN for rates past ~9.2e18, so the
     rejection loop of sample_ztp never ended (the original kernel hung here). Run in a subprocess
@@ -425,6 +426,7 @@ def test_categorical_huge_dynamic_range():
     assert p > P_MIN, p
 
 
+@pytest.mark.slow
 def test_partition_count_joint_multinomial():
     """n = 4 customers over 3 atoms: chi-square over all 15 compositions against the multinomial pmf."""
     w = np.array([0.2, 0.5, 0.3])
@@ -503,6 +505,7 @@ def test_log_gamma_tiny_shape_underflow_region():
     assert np.all(np.isfinite(logg)) and (np.exp(logg) == 0.0).sum() > 0.4 * N  # exp would underflow
 
 
+@pytest.mark.slow
 def test_mutant_shape_boost_exponent_is_caught():
     for i, a in enumerate([1e-3, 0.1, 0.5]):
         ok, msg = log_gamma_check(_mutant_log_gamma_many(np.random.default_rng(4300 + i), a, 20_000), a)
@@ -697,6 +700,7 @@ def test_kernels_advance_the_shared_generator():
 
 # ================================================================ mutants
 
+@pytest.mark.slow
 def test_mutant_shifted_poisson_is_caught():
     for i, rate in enumerate([0.5, 3.0]):
         ok, msg = ztp_check(_mutant_ztp_many(np.random.default_rng(9000 + i), rate, 100_000), rate)

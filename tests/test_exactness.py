@@ -51,6 +51,7 @@ def test_pooled_chisquare():
     assert cells == 4                               # the 1-expected cell joins the 4-expected one
 
 
+@pytest.mark.slow
 def test_partition_test_table_and_determinism():
     kw = dict(alpha1=0.5, alpha2=0.5, gamma0=2.0, T=3, n_samples=400, seed=3)
     a = exactness.partition_test("DEPM", "3x2_M5", **kw)

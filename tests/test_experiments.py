@@ -66,6 +66,7 @@ def test_folds_are_reproducible_and_defined_by_the_seeded_permutation():
         assert np.array_equal(r, a[f][0]) and np.array_equal(c, a[f][1])
 
 
+@pytest.mark.slow
 def test_one_fold_of_movielens1m_size_is_int32():
     r, c = ex.cv_fold((6040, 3706), 9)
     assert r.dtype == np.int32 and r.size == 6040 * 3706 // 10
@@ -371,6 +372,7 @@ def test_load_results_and_summary(tmp_path):
     assert "TDAUC-PR" in table and "K0=100" in table and "±" in table and len(table.splitlines()) == 5
 
 
+@pytest.mark.slow
 def test_run_grid_in_processes_matches_one_process(tmp_path):
     from joblib.externals.loky import get_reusable_executor
     runs = small_grid(n_iter=4, n_avg=2)[:3]
@@ -384,6 +386,7 @@ def test_run_grid_in_processes_matches_one_process(tmp_path):
         assert a["traces"]["tdll"] == b["traces"]["tdll"] and a["K_mean"] == b["K_mean"]
 
 
+@pytest.mark.slow
 def test_dask_path(tmp_path):
     """run_grid inside joblib.parallel_config(backend="dask") on a one-worker LocalCluster."""
     import joblib
@@ -416,6 +419,7 @@ def cli(*args):
     return [sys.executable, "-m", "epm_lib.experiments", *map(str, args)]
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(tmp_path):
     """Two runs in two worker processes (loky), then the same command again: all skipped."""
     args = cli("--dataset", "toy90", "--models", "DEPM", "IDEPM", "--T", "4", "--folds", "0",
@@ -435,6 +439,7 @@ def test_cli_end_to_end(tmp_path):
     assert "0 runs computed, 2 skipped" in again.stdout
 
 
+@pytest.mark.slow
 def test_cli_dask_local(tmp_path):
     args = cli("--dataset", "toy90", "--models", "DEPM", "--T", 2, 3, "--folds", "0",
                "--n-iter", 4, "--n-avg", 2, "--dask-local", 1, "--results", tmp_path, "--no-progress")
@@ -472,6 +477,7 @@ def test_cli_dry_run_and_missing_movielens(tmp_path, capsys):
     assert code == 1 and "u.data" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_resume_after_kill(tmp_path):
     """SIGKILL a grid after its first result file appears; the rerun completes it without
     recomputing (or corrupting) what was written before the kill."""
@@ -607,6 +613,7 @@ def test_cli_refuses_stale_results_and_recomputes_them_on_request(tmp_path, caps
     assert ex.main(args) == 0 and "1 done (skipped), 0 to run" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,K_init,n", [
     ("enron09", [None, 1, 10, 50, 128], 330),
     ("movielens100k", [None, 1, 10, 50, 128], 330),
@@ -720,6 +727,7 @@ def test_cli_recomputes_a_malformed_record_and_prints_the_summary(tmp_path, caps
     assert json.loads(path.read_text())["K_mean"] == good["K_mean"]
 
 
+@pytest.mark.slow
 def test_workers_exit_when_the_grid_process_is_killed(tmp_path):
     """SIGKILL the process that drives a grid of two long runs on two loky workers: the workers
     notice that their parent is gone and exit within seconds instead of finishing their runs."""
@@ -787,6 +795,7 @@ def test_workers_exit_when_the_grid_process_is_killed(tmp_path):
 
 
 # ------------------------------------------------------------------ held-out protocols, baselines
+@pytest.mark.slow
 def test_missing_protocol_run_masks_the_test_entries(tmp_path):
     """heldout="missing": the run id and settings say so, the fit gets the mask (its result differs
     from the zeros protocol's), records of the zeros protocol keep their ids and settings."""
@@ -814,6 +823,7 @@ def test_missing_protocol_run_masks_the_test_entries(tmp_path):
         == ["missing"]
 
 
+@pytest.mark.slow
 def test_baseline_records_resume_and_are_checked(tmp_path, monkeypatch):
     recs = ex.run_baselines("toy90", folds=[0, 3], results_dir=tmp_path, progress=False)
     assert [r["fold"] for r in recs] == [0, 3]
@@ -856,6 +866,7 @@ def test_baseline_records_resume_and_are_checked(tmp_path, monkeypatch):
     assert ex.read_baseline(path)["data"]["fingerprint"] != "0" * 64
 
 
+@pytest.mark.slow
 def test_baselines_command_line(tmp_path, capsys):
     assert ex.main(["--dataset", "toy90", "--baselines", "--folds", "1", "--results",
                     str(tmp_path), "--no-progress"]) == 0
@@ -865,6 +876,7 @@ def test_baselines_command_line(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------ the converged protocol
+@pytest.mark.slow
 def test_converged_run_record_resume_and_separation(tmp_path):
     run = ex.ConvergedRun("toy90", "IDEPM", starts=(1, 30), segment=10, max_sweeps=20, cap_seconds=None)
     assert run.run_id == "IDEPM-fold0-seed0-converged"
@@ -892,6 +904,7 @@ def test_converged_run_record_resume_and_separation(tmp_path):
     assert rec2["tdll"] == fresh["tdll"]
 
 
+@pytest.mark.slow
 def test_converged_run_of_a_printed_update_runs_that_sampler(tmp_path):
     """EPMpaper under the converged protocol runs the chains of fit(..., a_update="paper"), not
     those of the exact EPM."""
@@ -929,6 +942,7 @@ def test_converged_run_errors(kwargs, msg):
         ex.ConvergedRun("toy90", **kwargs)
 
 
+@pytest.mark.slow
 def test_converged_command_line(tmp_path, capsys):
     argv = ["--dataset", "toy90", "--models", "DEPM", "--T", "4", "--folds", "1", "--converged",
             "--segment", "8", "--max-sweeps", "16", "--results", str(tmp_path), "--no-progress"]
@@ -981,6 +995,7 @@ def _records(folder):
     return {p.name: _timeless(json.loads(p.read_text())) for p in sorted((folder / "toy90" / "converged").glob("*.json"))}
 
 
+@pytest.mark.slow
 def test_converged_in_parallel_is_bit_identical_to_serial(tmp_path, capsys):
     """--converged --jobs 2 (two runs at a time) writes the records of --jobs 1, but for their times;
     the data's start and one atom: per-chain starts, K and scores, R-hat within each start's chains,
@@ -1002,6 +1017,7 @@ def test_converged_in_parallel_is_bit_identical_to_serial(tmp_path, capsys):
     assert rec["groups"]["data"]["K_mean"] == pytest.approx(np.mean([c["K_mean"] for c in rec["chains"][:2]]))
 
 
+@pytest.mark.slow
 def test_a_killed_parallel_converged_run_resumes_from_its_checkpoints(tmp_path):
     """The command is killed (SIGKILL, its workers with it) once chains are checkpointed; the same
     command then continues them and writes the records of an uninterrupted serial run."""
@@ -1032,6 +1048,7 @@ def test_converged_cli_names_an_unreachable_dask_scheduler(tmp_path, capsys, mon
     assert not (tmp_path / "toy90" / "converged").exists() or not list((tmp_path / "toy90" / "converged").iterdir())
 
 
+@pytest.mark.slow
 def test_converged_cli_on_a_local_dask_cluster(tmp_path):
     out = subprocess.run(cli(*CONV_ARGS, "--models", "DEPM", "--folds", "0", "--dask-local", 1,
                              "--results", tmp_path / "dask"), capture_output=True, text=True, timeout=300)

@@ -184,6 +184,7 @@ def test_invalid_test_entries():
             fit(X, "DEPM", T=2, n_iter=1, n_avg=1, test=test)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("T", [1, 3, 4, 9])
 def test_test_loglik_sum_equals_per_entry_sum(T):
     """The row-sum evaluation of the test likelihood (zeros through W_ik) equals the per-entry one."""
@@ -228,6 +229,7 @@ def test_tdll_trace_same_with_either_evaluation(model, T):
 # hostile inputs (issue "Any machine, any input")
 # ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["EPM"])
 def test_exploded_rates_stop_with_a_clear_error(toy, model):
     """e0 = 1e10 puts the hyperprior's mass on huge hyperparameters: the m-step used to seat
@@ -236,6 +238,7 @@ def test_exploded_rates_stop_with_a_clear_error(toy, model):
         fit(toy, model, T=4, e0=1e10, n_iter=50, n_avg=1, seed=0)
 
 
+@pytest.mark.slow
 def test_m_step_guard_returns_the_entry(toy):
     from epm_lib.models import common
     X = sp.csr_matrix(toy)
@@ -291,6 +294,7 @@ def _padded(X, extra_rows, extra_cols):
     return Y, rmap, cmap
 
 
+@pytest.mark.slow
 def test_idepm_on_used_rows_only_is_the_same_chain():
     """The IDEPM keeps count tables only for rows/columns with ones or test entries; the chain
     must be the one of the full tables (the kernels see I and J), draw for draw."""
@@ -341,6 +345,7 @@ def test_idepm_aggregated_dirichlet_has_the_right_mean():
     assert abs(np.mean(s_j) - wj) < 5 * np.sqrt(wj * (1 - wj) / (J * a2 + 5) / 4000)
 
 
+@pytest.mark.slow
 def test_idepm_memory_follows_the_used_rows():
     """A 10^7 x 10^7 matrix with 60 ones: full count tables would need tens of GB ('Allocation
     failed'); the IDEPM now sizes them by the used rows and columns."""
@@ -385,6 +390,7 @@ def test_test_entry_listed_twice_is_refused():
 # resumable chains
 # ----------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,T,extra", [("EPM", 4, {}), ("CEPM", 4, {}), ("DEPM", 5, {}), ("IDEPM", None, {}),
                                            ("IDEPM", None, dict(split_merge=3)), ("DEPM", 5, dict(split_merge=3))])
 @pytest.mark.parametrize("with_test", [False, True])
@@ -435,6 +441,7 @@ def test_resume_refuses_other_settings_or_data(tmp_path):
         fit_module.concat(a, a)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,T", [("DEPM", 16), ("IDEPM", None)])
 def test_split_merge_moves_leave_one_atom(toy, model, T):
     """From one atom the DEPM's plain Gibbs chain stays near one atom on the 90 x 90 example (the
@@ -483,6 +490,7 @@ def _pit_of_missing_row(masked, n_sweeps=6000, thin=5):
     return stats.kstest(np.array(pit)[::3], "uniform").pvalue
 
 
+@pytest.mark.slow
 def test_fully_missing_row_keeps_its_prior():
     """No data on row 0: U_0k | a1, b1 must stay Gamma(a1, b1) (PIT uniform); observed zeros
     in that row (no mask) pull U_0k down, and the same check sees it."""

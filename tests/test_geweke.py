@@ -24,6 +24,7 @@ def _max_z(model, n, **kw):
     return max(abs(r[4]) for r in rows), rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["EPM", "CEPM", "DEPM", "IDEPM"])
 def test_sampler_gets_it_right(model):
     zmax, rows = _max_z(model, N[model])
@@ -31,6 +32,7 @@ def test_sampler_gets_it_right(model):
     assert zmax < Z_MAX, f"{model}: Geweke test failed, worst statistic {worst}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,kw", [("EPM", {"a_update": "paper"}),
                                       ("CEPM", {"a_update": "paper"}),
                                       ("IDEPM", {"m_step": "paper"})])
@@ -39,6 +41,7 @@ def test_paper_updates_are_caught(model, kw):
     assert zmax > Z_MAX, f"{model} {kw}: the test did not detect the paper's update (max |z| = {zmax:.2f})"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["DEPM", "IDEPM"])
 def test_sampler_with_split_merge_moves_gets_it_right(model):
     """The same test with the split-merge moves of models.moves in every sweep (3 proposals)."""
@@ -52,6 +55,7 @@ MASK[0, :] = True          # a fully missing row
 MASK[2, 1] = True          # and one missing entry
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,kw", [("EPM", {}), ("CEPM", {}), ("DEPM", {}), ("IDEPM", {}),
                                       ("IDEPM", {"split_merge": 3})])
 def test_sampler_with_missing_entries_gets_it_right(model, kw):
@@ -62,6 +66,7 @@ def test_sampler_with_missing_entries_gets_it_right(model, kw):
     assert zmax < Z_MAX, f"{model} {kw} with a mask: Geweke test failed, worst statistic {worst}"
 
 
+@pytest.mark.slow
 def test_compare_has_no_false_alarm_between_two_prior_samples():
     a = geweke.prior_draws("DEPM", 5000, seed=1)
     b = geweke.prior_draws("DEPM", 5000, seed=2)
@@ -69,6 +74,7 @@ def test_compare_has_no_false_alarm_between_two_prior_samples():
     assert max(abs(r[4]) for r in rows) < Z_MAX
 
 
+@pytest.mark.slow
 def test_moves_mutation_switch():
     """``moves_mutation=0`` is the exact move (the same draws as without it); a mutation changes
     the chain; it exists only for the IDEPM with moves."""

@@ -264,6 +264,7 @@ CONVERGED = ["--models", "DEPM", "--T", "3", "--folds", "0", "--converged", "--s
              "--max-sweeps", "8", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_cli_reports_a_damaged_checkpoint_in_one_line(tmp_path):
     args = ["--dataset", "toy90", *CONVERGED, "--results", str(tmp_path)]
     assert ex.main(args) == 0

@@ -67,6 +67,7 @@ def _random_seating(rng, I, J, K):
     return n_ik, n_jk, n_ik.sum(axis=0)
 
 
+@pytest.mark.slow
 def test_seat_weights_equal_eq6_and_own_atom_shortcut():
     rng = np.random.default_rng(5)
     I, J, K = 7, 5, 9
@@ -141,6 +142,7 @@ def _random_ones_seating(rng, I, J, density, K):
     return (rows, cols, off, z), (n_ik, n_jk, n_k, *idepm.active_from_counts(n_k))
 
 
+@pytest.mark.slow
 def test_seating_pass_keeps_the_counts_of_its_seating():
     # after the fused pass (z-step + birth-death moves) the float counts are those of the new z
     rng = np.random.default_rng(9)

@@ -184,6 +184,7 @@ def test_chains_stack_and_keep_diagnostics(data):
         chains.to_inference_data([cs.results[0], other], test=test, draws="kept")
 
 
+@pytest.mark.slow
 def test_too_large_without_test_is_refused():
     rng = np.random.default_rng(0)
     I, J = 450, 450

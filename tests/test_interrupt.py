@@ -88,6 +88,7 @@ def _readline(proc, timeout):
     return proc.stdout.readline().strip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trials", [int(os.environ.get("EPM_INTERRUPT_TRIALS", 50))])
 def test_ctrl_c_during_fit_is_clean(trials):
     names = ["IDEPM", "IDEPM-moves", "IDEPM-mask", "EPM", "CEPM", "DEPM"]
@@ -179,6 +180,7 @@ POOL_CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["grid", "chains"])
 def test_ctrl_c_to_a_process_pool_is_clean(mode, tmp_path):
     """Ctrl-C in a terminal signals the whole process group: the parent ends with one
@@ -213,6 +215,7 @@ def test_ctrl_c_to_a_process_pool_is_clean(mode, tmp_path):
             assert all(n.endswith(".json") and not n.startswith(".") for n in names), names
 
 
+@pytest.mark.slow
 def test_the_ctrl_c_tests_pass_when_started_with_sigint_ignored():
     """As a background start does it (``nohup pytest ... &``): SIGINT ignored in the pytest process
     and everything it starts. The tests above set the disposition they test, so they pass there too."""

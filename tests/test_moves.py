@@ -122,6 +122,7 @@ BLOCK_CASES = [   # (instance, T, alpha1, alpha2, gamma0, units)
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_scans", [0, 2])
 @pytest.mark.parametrize("instance, T, a1, a2, g0, units", BLOCK_CASES)
 def test_block_moves_leave_the_exact_conditional_invariant(instance, T, a1, a2, g0, units, n_scans):
@@ -142,6 +143,7 @@ def test_block_moves_leave_the_exact_conditional_invariant(instance, T, a1, a2, 
     assert p > P_OK, p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("instance, T, a1, a2, g0, units, mutation, n_scans", [
     # 3: a block merge of atoms that share a block evaluated as a customer merge (instead of
     #    rejected: its reverse block split has probability 0)
@@ -172,6 +174,7 @@ def _random_state(seed, I=30, J=40, nnz=150, K=6):
     return rows, cols, offsets, z
 
 
+@pytest.mark.slow
 def test_idepm_counts_labels_and_determinism():
     rows, cols, offsets, z = _random_state(1)
     I, J = 32, 41

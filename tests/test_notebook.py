@@ -135,6 +135,7 @@ def run_chapter(tmp_path, **parameters):
     return e.value
 
 
+@pytest.mark.slow
 def test_papermill_refuses_unknown_parameter_and_invalid_value(tmp_path):
     err = run_chapter(tmp_path, n_drawz=10)
     assert err.ename == "ValueError"
@@ -158,6 +159,7 @@ time.sleep(0.3)
 """
 
 
+@pytest.mark.slow
 def test_quiet_first_run_silences_the_font_cache_notice(tmp_path):
     """A chapter's first cell calls quiet_first_run before %matplotlib inline: on a fresh machine
     (no font cache) whose cache takes long to build, nothing reaches stderr; without it, the

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -19,6 +21,7 @@ def test_readme_has_python_examples():
     assert len(python_blocks(README.read_text(encoding="utf-8"))) >= 3
 
 
+@pytest.mark.slow
 def test_readme_python_examples_run_as_written(tmp_path):
     code = "\n".join(python_blocks(README.read_text(encoding="utf-8")))
     script = tmp_path / "readme_examples.py"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CHAPTER = Path(__file__).resolve().parents[1] / "chapters" / "30_your_network.ipynb"
 
 
@@ -30,6 +32,7 @@ def test_recipe_is_plain_python():
     assert "init=" not in code                           # the library's default start
 
 
+@pytest.mark.slow
 def test_recipe_runs_alone(tmp_path):
     script = tmp_path / "recipe.py"
     script.write_text(recipe_source(), encoding="utf-8")

@@ -108,6 +108,7 @@ def test_baseline_table(enron):
     assert n == 10 and t[-1].startswith("| IDEPM | 10 |") and R.fmt(d, se, 4) in t[-1]
 
 
+@pytest.mark.slow
 def test_protocol_table():
     zeros, missing, brecs = R.load_protocols(RESULTS, "enron09")
     assert missing and all(r["settings"]["heldout"] == "missing" for r in missing)

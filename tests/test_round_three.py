@@ -290,6 +290,7 @@ def toy90():
     return epm_lib.datasets.load("toy90").X
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_warnings_of_fit_chains_point_at_the_callers_line(toy90, n_jobs):
     from epm_lib.diagnose import DegenerateFitWarning

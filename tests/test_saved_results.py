@@ -111,6 +111,7 @@ def idepm_file(tmp_path_factory):
     return saved(d, "IDEPM")[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(IDEPM_DAMAGE))
 def test_damaged_idepm_state_is_refused_before_the_kernels(case, idepm_file, tmp_path):
     change, name, what = IDEPM_DAMAGE[case]
@@ -122,6 +123,7 @@ def test_damaged_idepm_state_is_refused_before_the_kernels(case, idepm_file, tmp
     assert f"array {name!r}" in out and what in out, out
 
 
+@pytest.mark.slow
 def test_damaged_state_in_memory_is_refused(idepm_file):
     out = resume_in_subprocess("IDEPM", idepm_file, "state['offsets'] = state['offsets'][:5]")
     assert out.startswith("ValueError: resume: the IDEPM chain state: array 'offsets' has shape (5,)"), out
@@ -151,6 +153,7 @@ TRUNCATED_DAMAGE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,change,name,what", TRUNCATED_DAMAGE,
                          ids=[f"{m}-{n}-{w}" for m, _, n, w in TRUNCATED_DAMAGE])
 def test_damaged_truncated_state_is_refused(model, change, name, what, tmp_path):
@@ -230,6 +233,7 @@ def test_flipped_byte_in_array_data(good_file, tmp_path):
     refused(tmp_path / "flip.npz", "unreadable")
 
 
+@pytest.mark.slow
 def test_any_flipped_byte_is_refused_or_harmless(good_file, tmp_path):
     """Flip one byte at many places: the load either succeeds or raises the file's ValueError."""
     data = good_file.read_bytes()

@@ -27,6 +27,7 @@ def test_as_seed():
             as_seed(bad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model, kw", [("DEPM", dict(T=8)), ("IDEPM", {})])
 def test_fit_takes_a_seed_sequence_or_a_generator(model, kw):
     ss = np.random.SeedSequence(2017)

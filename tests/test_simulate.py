@@ -69,6 +69,7 @@ def test_gamma_process_moments_and_total():
     check_var(lam.sum(axis=1), var, mu4, "sum lambda")
 
 
+@pytest.mark.slow
 def test_epm_intensity_mean_theorem1_small():
     # E[sum_k U_ik V_jk lambda_k] = (a1/b1)(a2/b2)(gamma0/c0); summands are independent across k
     a1, b1, a2, b2, gamma0, c0, T, n = 2.0, 4.0, 3.0, 1.5, 2.0, 0.5, 20, 20000
@@ -151,6 +152,7 @@ def test_intensity_matches_einsum():
     np.testing.assert_allclose(sim.intensity(U, V, lam), np.einsum("ik,jk,k->ij", U, V, lam), rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_sample_counts_shape_dtype_and_means():
     rng = np.random.default_rng(12)
     U, V, lam = rng.gamma(1.0, 1.0, (3, 4)), rng.gamma(1.0, 1.0, (2, 4)), rng.gamma(1.0, 1.0, 4)
@@ -162,6 +164,7 @@ def test_sample_counts_shape_dtype_and_means():
     assert np.all(np.abs(m.mean(axis=0) - rate) < Z * se + 1e-12)
 
 
+@pytest.mark.slow
 def test_noisy_or_link_probability():
     # P(x_ij = 1 | U, V, lambda) = 1 - exp(-intensity): binomial SE per entry, 5 SE (12 entries)
     rng = np.random.default_rng(13)

@@ -2,11 +2,14 @@
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from epm_lib.book.source_archive import source_files, write_archive
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_the_archive_holds_the_sources_and_is_reproducible(tmp_path):
     a, b = tmp_path / "a.tar.gz", tmp_path / "b.tar.gz"
     n = write_archive(ROOT, a)

@@ -74,6 +74,7 @@ def test_start_valid_and_deterministic(model, T):
     assert a.settings["init"] == "data" and a.settings["K_start"] >= 1 and a.settings["K_init"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model,T", ALL)
 def test_start_valid_on_planted_network_with_mask(planted, model, T):
     """symmetric=True with the fold's pairs and the diagonal missing: a valid state, the same

@@ -56,6 +56,7 @@ def _draws(rng, ri, cj, n, reference):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("T", [1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 64, 67, 128])
 def test_draw_atom_equals_binary_search_and_scan(T):
     rng = np.random.default_rng(T)

@@ -178,6 +178,7 @@ def test_log_joint_counts_marginals_follow_the_generative_process():
                 assert p == pytest.approx(want, rel=1e-11)
 
 
+@pytest.mark.slow
 def test_log_joint_counts_matches_monte_carlo_over_the_prior():
     # P(m, z) = E_prior[P(m, z | phi, psi, lambda)]; average the likelihood ratio
     # exp(log_lemma1_direct - log_joint_counts), whose mean is exactly 1.
