@@ -32,11 +32,13 @@ __all__ = ["fit", "FitResult", "MODELS", "prepare_matrix", "init_state", "DEFAUL
 # initial state
 # ----------------------------------------------------------------------------------------------
 
-def init_state(model, rng, I, J, rows, cols, T=None, K_init=None, init=None, missing=None, symmetric=False):
+def init_state(model, rng, I, J, rows, cols, T=None, K_init=None, init=None, missing=None, symmetric=False,
+               rank=None):
     """The initial state of a sampler (documented in the Part II chapters).
 
     ``init="data"``: the data-driven start of ``epm_lib.starts.data_start`` (``missing``: the
-    (rows, cols) of masked entries, ``symmetric``: an undirected network); ``K_init`` unused.
+    (rows, cols) of masked entries, ``symmetric``: an undirected network, ``rank``: its rule for the
+    number of atoms, None for the spectral count); ``K_init`` unused.
     Otherwise (None, "paper" for the truncated models, "random" for the IDEPM) as follows.
 
     Hyperparameters start at 1. EPM/CEPM: U, V drawn from Gamma(1, 1) (for the CEPM
@@ -57,7 +59,8 @@ def init_state(model, rng, I, J, rows, cols, T=None, K_init=None, init=None, mis
     expects I J counts from the EPM, from the DEPM one; ``chapters/29_where_a_chain_starts``).
     """
     if init == "data":
-        return starts.data_start(model, rng, I, J, rows, cols, T=T, missing=missing, symmetric=symmetric)
+        return starts.data_start(model, rng, I, J, rows, cols, T=T, missing=missing, symmetric=symmetric,
+                                 rank=rank)
     if isinstance(init, starts.Labels):
         return starts.labels_start(model, init, I, J, rows, cols, T=T, missing=missing, symmetric=symmetric)
     if model in ("EPM", "CEPM", "DEPM"):
@@ -156,7 +159,7 @@ def _start(opts: Options, data: FitData, resume):
         t_init = time.perf_counter()
         st = init_state(opts.model, rng, data.I, data.J, data.rows, data.cols, T=opts.T, K_init=K_init,
                         init=init, missing=(data.mrows, data.mcols) if data.mrows.size else None,
-                        symmetric=opts.symmetric)
+                        symmetric=opts.symmetric, rank=opts.rank)
         start = dict(start_iter=0, start_seconds=0.0, init="labels" if isinstance(init, starts.Labels) else init,
                      K_init=K_init,
                      init_seconds=time.perf_counter() - t_init,
@@ -378,6 +381,8 @@ class _Recorder:
                         n_masked=int(d.mrows.size), symmetric=o.symmetric, init=start["init"],
                         K_start=start["K_start"], init_seconds=start["init_seconds"],
                         hold=None if o.hold is None else list(o.hold))
+        if o.rank is not None:              # fit(rank=...): the data's start's rule for its atoms
+            settings["rank"] = o.rank
         result = FitResult(model=o.model, T=o.T, K=self.K, seconds=self.seconds, tdll_trace=self.tdll_trace,
                            test_prob=test_prob, tdll=tdll, tdauc_pr=auc, hyper=self.hyper, M=self.M, state=st,
                            settings=settings, move_stats=self.move_stats, samples=self.samples, tdauc_roc=roc,
@@ -394,7 +399,7 @@ class _Recorder:
 
 def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=None,
         a_update=None, progress=False, e0=0.01, f0=0.01, m_step=None, split_merge=None, resume=None,
-        mask=None, keep_samples=None, symmetric=False, init=None, hold=None):
+        mask=None, keep_samples=None, symmetric=False, init=None, hold=None, rank=None):
     """Run a Gibbs sampler of the EPM, CEPM, DEPM (truncated at ``T``) or IDEPM on a binary matrix.
 
     Parameters
@@ -451,6 +456,17 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         must end before the last ``n_avg`` iterations (the averaged samples come from the exact
         kernel). Counted from the chain's
         first iteration (a resumed chain continues the count). Recorded in ``settings["hold"]``.
+    rank : None, "spectral", "heldout" or an integer: how the data's start (``init="data"``; given
+        with ``init=None`` it chooses that start) counts its atoms. None and "spectral": singular
+        values above the noise edge, at least ``starts.K_FLOOR`` = 4 (the default). "heldout"
+        (``epm_lib.heldout_rank``): the KL NMF's held-out likelihood at the spectral count and its
+        doublings up to 40, the largest K within a standard error of the best: for sparse networks of
+        many small groups, all below the noise edge, where the spectral rule gives the floor (40 groups
+        of 6 nodes, p_in 0.5, p_out 0.005, a fifth of the pairs masked: 4 atoms, the held-out rule
+        16-40; ``benchmarks/bench_small_groups.py``). It costs a few factorisations (1-4 s on 250
+        nodes; nothing where the spectral count reaches 40, as on MovieLens). An integer:
+        that many atoms (capped at T, the ones and min(I, J)). Recorded in ``settings["rank"]``
+        when given.
     K_init : number of atoms the chain starts on. IDEPM: the customers start spread over
         ``K_init`` atoms (default ``DEFAULT_K_INIT`` = 100, capped at the number of ones).
         EPM, CEPM, DEPM: 1 <= K_init <= T; the gamma process's mass starts on the first
@@ -482,7 +498,7 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         resume = _resume_clashes(resume, seed, K_init, hold)
     opts = check_options(model, T=T, n_iter=n_iter, n_avg=n_avg, seed=seed, K_init=K_init, a_update=a_update,
                          e0=e0, f0=f0, m_step=m_step, split_merge=split_merge, resume=resume,
-                         keep_samples=keep_samples, symmetric=symmetric, init=init, hold=hold)
+                         keep_samples=keep_samples, symmetric=symmetric, init=init, hold=hold, rank=rank)
     data = prepare(X, test, mask, opts.symmetric, opts.model, opts.m_step)
     st, rng, resume, start = _start(opts, data, resume)
     sweep = _SWEEPS[opts.model](opts, data, st, rng, resume)

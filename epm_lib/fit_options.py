@@ -70,6 +70,7 @@ class Options:
     init: object             # None, a name of starts.INITS or starts.Labels
     hold: tuple | None
     symmetric: bool
+    rank: object = None      # None, or the data's start's rank rule (heldout_rank.check_rank)
 
     @property
     def label(self) -> str:
@@ -78,7 +79,7 @@ class Options:
 
 
 def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_step, split_merge,
-                  resume, keep_samples, symmetric, init, hold) -> Options:
+                  resume, keep_samples, symmetric, init, hold, rank=None) -> Options:
     """Check ``fit``'s options (not the data) and fill in the defaults; ``ValueError`` names the
     option and what is wrong."""
     if not isinstance(model, str) or model.upper() not in MODELS:
@@ -105,6 +106,19 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
                          f"an array of group labels, one per row of X")
     if isinstance(init, starts.Labels) and K_init is not None:
         raise ValueError("init=<group labels> seats the chain at the labels' groups: K_init must not be given")
+    if rank is not None:                    # the data's start's number of atoms (epm_lib.heldout_rank)
+        from .heldout_rank import check_rank
+        rank = check_rank(rank)
+        if resume is not None:
+            raise ValueError(f"resume continues a chain from its state: rank must not be given (got rank={rank!r})")
+        if K_init is not None:
+            raise ValueError(f"rank chooses the number of atoms of the data's start: K_init must not be given with "
+                             f"it (K_init is the paper's start's; got K_init={K_init!r}, rank={rank!r})")
+        if init is None:
+            init = "data"
+        if init != "data":
+            raise ValueError(f"rank chooses the number of atoms of the data's start: it needs init='data' (or "
+                             f"init=None), got init={init if isinstance(init, str) else 'labels'!r}")
     if init is None and K_init is not None and resume is None:   # K_init: the paper's (random) start
         init = starts.INITS[model][0]
     if init == "data" and K_init is not None:
@@ -136,7 +150,7 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
     symmetric = check_bool("symmetric", symmetric)
     return Options(model=model, T=T, K_init=K_init, n_iter=n_iter, n_avg=n_avg, keep_samples=keep_samples,
                    e0=e0, f0=f0, seed=seed, init=init, hold=_check_hold(hold, model), symmetric=symmetric,
-                   **given)
+                   rank=rank, **given)
 
 
 def _check_hold(hold, model):

@@ -445,18 +445,30 @@ def check_enough(I, J, nnz):
                          f"as starts, e.g. starts=(1, 4)")
 
 
-def data_start(model, rng, I, J, rows, cols, T=None, missing=None, symmetric=False, K=None):
+def data_start(model, rng, I, J, rows, cols, T=None, missing=None, symmetric=False, K=None, rank="spectral"):
     """The initial state of ``model`` from the data (module docstring): a dict like
     ``fit.init_state``'s. ``rows``, ``cols``: the ones of X; ``missing``: (rows, cols) of the
     masked entries or None; ``K``: the number of atoms (default: ``choose_rank``'s, at least
-    ``K_FLOOR``; a given K is used as it is), capped at T, the ones and min(I, J)."""
+    ``K_FLOOR``; a given K is used as it is), capped at T, the ones and min(I, J).
+    ``rank`` (``fit(rank=...)``; when ``K`` is None): "spectral" (the default, as above), "heldout"
+    (``epm_lib.heldout_rank``: the KL NMF's held-out likelihood at the spectral count and its
+    doublings, for networks of many small groups below the noise edge) or an integer (that K).
+    Both rules draw the same two seeds from ``rng``, so the chain's random stream is the same."""
+    from .heldout_rank import check_rank, heldout_rank
+    rank = check_rank(rank)
+    if K is not None and rank != "spectral":
+        raise ValueError(f"give K or rank, not both (got K={K!r}, rank={rank!r})")
     nnz = int(rows.shape[0])
     check_enough(I, J, nnz)
     seed_svd, seed_nmf = (int(v) for v in rng.integers(0, 2 ** 31 - 1, size=2))
     X = sp.csr_matrix((np.ones(nnz), (rows, cols)), shape=(I, J))
+    if K is None and not isinstance(rank, str):
+        K = rank
     if K is None:
         K, _ = choose_rank(X, symmetric=symmetric, seed=seed_svd)
         K = max(K, K_FLOOR)                 # spare atoms where the edge sees one or two (docstring)
+        if rank == "heldout":
+            K, _ = heldout_rank(X, missing=missing, symmetric=symmetric, seed=seed_nmf, T=T, k_start=K)
     K = max(1, min(int(K), nnz, min(I, J), T if T is not None else nnz))
     W, H, _ = kl_nmf(X, K, seed_nmf, missing=missing, symmetric=symmetric)
     return factors_state(model, W, H, I, J, rows, cols, T=T, symmetric=symmetric)
