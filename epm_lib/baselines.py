@@ -48,7 +48,7 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from .fit_data import _check_symmetric, _symmetric_test, mask_entries, prepare_matrix
-from .fit_options import check_bool
+from .checks import check_bool
 from .metrics import auc_roc, bernoulli_tdll, tdauc_pr
 
 __all__ = [

@@ -14,6 +14,7 @@ from numbers import Integral, Real
 import numpy as np
 
 from . import starts
+from .checks import check_bool  # noqa: F401 (re-exported: fit_options.check_bool)
 
 __all__ = ["MODELS", "DEFAULT_K_INIT", "DEFAULT_SPLIT_MERGE", "HOLD_CAP_MIN", "KEEP_BYTES", "MODEL_OPTIONS",
            "Options", "check_options", "check_bool", "check_hold_window"]
@@ -107,8 +108,7 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
     if isinstance(init, starts.Labels) and K_init is not None:
         raise ValueError("init=<group labels> seats the chain at the labels' groups: K_init must not be given")
     if rank is not None:                    # the data's start's number of atoms (epm_lib.heldout_rank)
-        from .heldout_rank import check_rank
-        rank = check_rank(rank)
+        rank = starts.check_rank(rank)
         if resume is not None:
             raise ValueError(f"resume continues a chain from its state: rank must not be given (got rank={rank!r})")
         if K_init is not None:
@@ -179,12 +179,6 @@ def check_hold_window(hold, n_iter, n_avg, start_iter=0):
                          f"the averaged samples must come from the exact kernel: hold fewer sweeps or run longer")
 
 
-def check_bool(name, v) -> bool:
-    """``v`` as a Python bool if it is ``True`` or ``False`` (numpy's ``np.True_``, ``np.False_``
-    too); anything else (1, "yes", None, an array) is a ``ValueError`` naming ``name``."""
-    if not isinstance(v, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {v!r} ({type(v).__name__})")
-    return bool(v)
 
 
 def _check_int(name, v, lo):

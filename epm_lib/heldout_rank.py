@@ -2,8 +2,8 @@ r"""``epm_lib.heldout_rank``: the data's start's number of atoms chosen by held-
 
 Why (issue 30, item 1)
 ----------------------
-``starts.choose_rank`` counts the singular values (undirected: positive eigenvalues) of X above a
-spectral noise edge, floored at ``starts.K_FLOOR`` = 4 atoms. A group is seen only if it is strong
+``nmf.choose_rank`` counts the singular values (undirected: positive eigenvalues) of X above a
+spectral noise edge, floored at ``nmf.K_FLOOR`` = 4 atoms. A group is seen only if it is strong
 against the noise of the whole matrix (Baik-Ben Arous-Peche): on a sparse network of many small
 groups -- a few hundred nodes, about three edges per node -- *every* group is below the edge, so
 the count is the floor, 4, whatever the number of groups. The samplers then start far from the
@@ -17,7 +17,7 @@ The rule
 --------
 Hold out a tenth of the observed entries (``HELDOUT_FRACTION``), ones and zeros stratified (the same
 fraction of each; undirected networks: pairs, both directions left out together; ``missing`` entries
-are never held out and stay missing), fit ``starts.kl_nmf`` on the rest at a grid of K, score the
+are never held out and stay missing), fit ``nmf.kl_nmf`` on the rest at a grid of K, score the
 held-out entries by the model's own Bernoulli-Poisson likelihood, p_ij = 1 - exp(-r_ij), and keep the
 best K. The grid starts at the spectral count (at least ``K_FLOOR``; what ``init="data"`` uses today)
 and doubles up to the cap min(``K_CAP``, min(I, J) // 2, T, the ones), the cap itself its last point.
@@ -61,14 +61,13 @@ after the choice the factorisation is refitted on all observed entries, as for t
 """
 from __future__ import annotations
 
-import math
 import time
 from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 
-from . import starts
+from . import nmf
 
 __all__ = ["heldout_rank", "heldout_split", "heldout_loglik", "RANK_RULES", "check_rank",
            "HELDOUT_FRACTION", "K_CAP", "MAX_SPLITS", "SPLIT_WORK", "MAX_HELD_ONES", "ZEROS_PER_ONE",
@@ -79,8 +78,8 @@ __all__ = ["heldout_rank", "heldout_split", "heldout_loglik", "RANK_RULES", "che
 RANK_RULES = ("spectral", "heldout")
 #: fraction of the observed entries (ones and zeros alike) held out by one split
 HELDOUT_FRACTION = 0.1
-#: the grid's largest K (further capped by min(I, J) // 2, T and the ones); = ``starts.K_MAX``
-K_CAP = starts.K_MAX
+#: the grid's largest K (further capped by min(I, J) // 2, T and the ones); = ``nmf.K_MAX``
+K_CAP = nmf.K_MAX
 #: most splits scored (disjoint; their scores averaged)
 MAX_SPLITS = 3
 #: splits are added while (entries fitted) x (sum of the grid's K) x MAX_ITER x splits stays below this
@@ -141,7 +140,7 @@ def heldout_split(X, n_splits, seed, missing=None, symmetric=False, fraction=HEL
         r1, c1 = r1[keep], c1[keep]
     one_keys = np.unique(r1 * J + c1)
     if missing is not None and len(missing[0]):
-        mr, mc = starts._check_missing(missing, I, J)
+        mr, mc = nmf._check_missing(missing, I, J)
         miss_keys = np.unique(_keys(mr, mc, J, symmetric))
     else:
         miss_keys = np.zeros(0, dtype=np.int64)
@@ -258,7 +257,7 @@ def heldout_rank(X, missing=None, symmetric=False, seed=0, T=None, k_start=None,
     ``X``: the binary matrix (scipy.sparse or dense; undirected networks ``symmetric=True``, X square and
     symmetric); ``missing``: (rows, cols) of its missing entries (never held out, left out of every fit);
     ``seed``: an integer seed of the splits and factorisations; ``T``: the truncation level (caps K);
-    ``k_start``: the grid's first K (default: ``starts.choose_rank``'s count, at least ``starts.K_FLOOR``);
+    ``k_start``: the grid's first K (default: ``nmf.choose_rank``'s count, at least ``nmf.K_FLOOR``);
     ``k_cap``: the grid's largest K before the caps min(I, J) // 2, T and the ones; ``fraction``: held out
     per split, in (0, 0.5]; ``n_splits``: disjoint splits (default: up to ``MAX_SPLITS`` within
     ``SPLIT_WORK``); ``grid``: the Ks to score, increasing (default: ``k_start`` doubling up to the cap);
@@ -284,7 +283,7 @@ def heldout_rank(X, missing=None, symmetric=False, seed=0, T=None, k_start=None,
     symmetric = bool(symmetric)
     if symmetric and (I != J or (Xc != Xc.T).nnz):
         raise ValueError("symmetric=True needs a square, symmetric X")
-    starts.check_enough(I, J, Xc.nnz)
+    nmf.check_enough(I, J, Xc.nnz)
     if isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     if not (isinstance(fraction, (float, int)) and not isinstance(fraction, bool) and 0 < fraction <= 0.5):
@@ -297,7 +296,7 @@ def heldout_rank(X, missing=None, symmetric=False, seed=0, T=None, k_start=None,
     if select not in ("within-se", "best"):
         raise ValueError(f"select must be 'within-se' or 'best', got {select!r}")
     if missing is not None and len(missing[0]):
-        mr, mc = starts._check_missing(missing, I, J)
+        mr, mc = nmf._check_missing(missing, I, J)
         if symmetric:                       # a missing pair is missing in both directions
             key = np.unique(np.concatenate([mr * J + mc, mc * J + mr]))
             mr, mc = key // J, key % J
@@ -312,8 +311,8 @@ def heldout_rank(X, missing=None, symmetric=False, seed=0, T=None, k_start=None,
     seed_svd, seed_split, seed_fit = (int(s.generate_state(1)[0]) for s in ss.spawn(3))
     k_spectral = None
     if k_start is None:
-        k_spectral, _ = starts.choose_rank(Xc, symmetric=symmetric, seed=seed_svd)
-        k_start = max(k_spectral, starts.K_FLOOR)
+        k_spectral, _ = nmf.choose_rank(Xc, symmetric=symmetric, seed=seed_svd)
+        k_start = max(k_spectral, nmf.K_FLOOR)
     cap = max(1, min(int(k_cap), min(I, J) // 2 if min(I, J) >= 2 else 1, Xc.nnz, T if T is not None else Xc.nnz))
     k_start = max(1, min(int(k_start), cap))
     if grid is None:
@@ -328,7 +327,7 @@ def heldout_rank(X, missing=None, symmetric=False, seed=0, T=None, k_start=None,
         return grid[0], info
     entries = Xc.nnz + (missing[0].size if missing is not None else 0)
     if n_splits is None:
-        per_split = max(entries, 1) * (1 + 2 * fraction) * sum(grid) * starts.MAX_ITER
+        per_split = max(entries, 1) * (1 + 2 * fraction) * sum(grid) * nmf.MAX_ITER
         n_splits = int(max(1, min(MAX_SPLITS, SPLIT_WORK // per_split)))
     splits, sizes = heldout_split(Xc, n_splits, seed_split, missing=missing, symmetric=symmetric, fraction=fraction)
     info.update(splits=len(splits), **sizes)
@@ -352,7 +351,7 @@ def heldout_rank(X, missing=None, symmetric=False, seed=0, T=None, k_start=None,
     for g, K in enumerate(grid):
         vals = []
         for s, (Xt, miss, ones, zeros, w0) in enumerate(train):
-            W, H, _ = starts.kl_nmf(Xt, int(min(K, Xt.nnz, min(I, J))), int(fit_seeds[g * len(train) + s]),
+            W, H, _ = nmf.kl_nmf(Xt, int(min(K, Xt.nnz, min(I, J))), int(fit_seeds[g * len(train) + s]),
                                     missing=miss, symmetric=symmetric, n_random=n_random)
             vals.append(heldout_loglik(W, H, ones, zeros, J, symmetric, w0, background=Xt.nnz / max(
                 I * J - miss[0].size, 1), pointwise=True))
