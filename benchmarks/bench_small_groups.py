@@ -64,6 +64,8 @@ OUTS = {"small": "small_groups.json", "others": "small_groups_others.json", "mov
 OUT = None       # the part's file (main)
 MODELS = {"IDEPM": None, "DEPM": 100, "EPM": 100}
 STARTS = ("spectral", "heldout", "truth")
+#: further starts run only when asked (``--starts``): the held-out rule with the burn-in hold of chapter 29b
+EXTRA_STARTS = ("heldout+hold",)
 N_ITER, N_AVG, SEED = 1500, 500, 0
 
 
@@ -119,7 +121,7 @@ def _record(r, t0):
 
 def _start_options(start, labels):
     return {"spectral": dict(init="data"), "heldout": dict(init="data", rank="heldout"),
-            "truth": dict(init=labels)}[start]
+            "truth": dict(init=labels), "heldout+hold": dict(init="data", rank="heldout", hold=(300, 0.1))}[start]
 
 
 def start_ranks(X, mask, symmetric, seed, T):
@@ -170,7 +172,7 @@ def run_small(results, args):
                 if key not in results:
                     results[key] = start_ranks(X, mask, True, SEED, MODELS[model])
                     _save(results)
-                for start in STARTS:
+                for start in args.starts or STARTS:
                     key = f"{name}/{f}/{model}/{start}"
                     if key in results:
                         continue
@@ -204,7 +206,8 @@ def small_table(results, args):
             label = model + (f"-{MODELS[model]}" if MODELS[model] else "")
             cells, ks = [], []
             vals = {}
-            for start in STARTS:
+            for start in [*STARTS, *(st for st in EXTRA_STARTS if any(
+                    f"{name}/{f}/{model}/{st}" in results for f in args.folds))]:
                 recs = [results[k] for k in (f"{name}/{f}/{model}/{start}" for f in args.folds) if k in results]
                 vals[start] = [r["tdauc_pr"] for r in recs]
                 ks.append("/".join(str(r["K_start"]) for r in recs))
@@ -290,25 +293,27 @@ def run_chapter30(results, args, bs, memo):
                 for model, kw in bs.CH30_MODELS.items():
                     if model not in args.models:
                         continue
-                    key = f"{name}/{protocol}/{f}/{model}/heldout"
-                    if key in results:
-                        continue
-                    old = stored.get(f"{name}/{protocol}/{f}/{model}/default")
-                    ks = _memo(memo, (name, protocol, f, kw.get("T")),
-                               lambda: start_ranks(X, mask, undirected, bs.CH30_SEED, kw.get("T")))
-                    if old is not None and ks["spectral"] == ks["heldout"]:   # the same K: the same chain
-                        results[key] = dict(old, same_K=True, ranks=ks)
-                    else:
-                        t0 = time.perf_counter()
-                        r = fit(X, model, symmetric=undirected, test=test, mask=mask, n_iter=bs.CH30_SWEEPS,
-                                n_avg=bs.CH30_SWEEPS // 2, seed=bs.CH30_SEED, init="data", rank="heldout", **kw)
-                        results[key] = dict(_record(r, t0), same_K=False, ranks=ks)
-                    _save(results)
-                    rec = results[key]
-                    print(f"{name:8s} {protocol:7s} fold {f} {model:5s} K {ks['spectral']} -> {ks['heldout']}"
-                          f"  AUC-PR {old['tdauc_pr'] if old else float('nan'):.3f} -> "
-                          f"{rec['tdauc_pr']:.3f}  TDLL {old['tdll'] if old else float('nan'):.4f} -> "
-                          f"{rec['tdll']:.4f}", flush=True)
+                    for seed in [bs.CH30_SEED, *args.chain_seeds]:
+                        tag = "heldout" if seed == bs.CH30_SEED else f"heldout@{seed}"
+                        key = f"{name}/{protocol}/{f}/{model}/{tag}"
+                        if key in results:
+                            continue
+                        old = stored.get(f"{name}/{protocol}/{f}/{model}/" + tag.replace("heldout", "default"))
+                        ks = _memo(memo, (name, protocol, f, seed, kw.get("T")),
+                                   lambda: start_ranks(X, mask, undirected, seed, kw.get("T")))
+                        if old is not None and ks["spectral"] == ks["heldout"]:   # the same K: the same chain
+                            results[key] = dict(old, same_K=True, ranks=ks)
+                        else:
+                            t0 = time.perf_counter()
+                            r = fit(X, model, symmetric=undirected, test=test, mask=mask, n_iter=bs.CH30_SWEEPS,
+                                    n_avg=bs.CH30_SWEEPS // 2, seed=seed, init="data", rank="heldout", **kw)
+                            results[key] = dict(_record(r, t0), same_K=False, ranks=ks)
+                        _save(results)
+                        rec = results[key]
+                        print(f"{name:8s} {protocol:7s} fold {f} {model:5s} {tag:13s} K {ks['spectral']} -> "
+                              f"{ks['heldout']}  AUC-PR {old['tdauc_pr'] if old else float('nan'):.3f} -> "
+                              f"{rec['tdauc_pr']:.3f}  TDLL {old['tdll'] if old else float('nan'):.4f} -> "
+                              f"{rec['tdll']:.4f}", flush=True)
 
 
 def others_table(results, args, bs):
@@ -322,14 +327,21 @@ def others_table(results, args, bs):
                      if (k := f"{name}/{f}/{model}/heldout") in results]
             if pairs:
                 _pair_line(f"{name} {model}" + (f"-{T}" if T else ""), pairs)
-    print(f"\nchapter 30's networks, folds {list(args.folds_ch30)}: the same, default -> held-out rule")
-    for name in bs.chapter30_networks():
-        for protocol in bs.CH30_PROTOCOLS:
-            for model in bs.CH30_MODELS:
-                pairs = [(ch30[f"{name}/{protocol}/{f}/{model}/default"], results[k]) for f in args.folds_ch30
-                         if (k := f"{name}/{protocol}/{f}/{model}/heldout") in results]
-                if pairs:
-                    _pair_line(f"{name} {protocol} {model}", pairs)
+    for seeds in ([bs.CH30_SEED], [bs.CH30_SEED, *args.chain_seeds]) if args.chain_seeds else ([bs.CH30_SEED],):
+        print(f"\nchapter 30's networks, folds {list(args.folds_ch30)}, chains of seeds {seeds} (each pair of chains "
+              f"counted once): the same, default -> held-out rule")
+        for name in bs.chapter30_networks():
+            for protocol in bs.CH30_PROTOCOLS:
+                for model in bs.CH30_MODELS:
+                    pairs = []
+                    for f in args.folds_ch30:
+                        for seed in seeds:
+                            tag = "" if seed == bs.CH30_SEED else f"@{seed}"
+                            k = f"{name}/{protocol}/{f}/{model}/heldout{tag}"
+                            if k in results and f"{name}/{protocol}/{f}/{model}/default{tag}" in ch30:
+                                pairs.append((ch30[f"{name}/{protocol}/{f}/{model}/default{tag}"], results[k]))
+                    if pairs:
+                        _pair_line(f"{name} {protocol} {model}", pairs)
 
 
 def _pair_line(label, pairs):
@@ -373,8 +385,13 @@ def main(argv=None):
     ap.add_argument("--part", choices=("small", "others", "movielens"), default="small")
     ap.add_argument("--folds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--folds-ch30", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    ap.add_argument("--chain-seeds", type=int, nargs="+", default=[],
+                    help="--part others: chapter 30's chains of these seeds too (keys '...heldout@seed'), against the "
+                         "stored 'default@seed' chains")
     ap.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     ap.add_argument("--networks", nargs="+", default=None)
+    ap.add_argument("--starts", nargs="+", choices=[*STARTS, *EXTRA_STARTS], default=None,
+                    help="--part small: only these starts (default: spectral, heldout, truth)")
     ap.add_argument("--table", action="store_true", help="only print the tables of the stored records")
     args = ap.parse_args(argv)
     global OUT

@@ -36,12 +36,16 @@ shrinkage is the cheapest stand-in for them: with it the curve is smooth and pea
 groups (12 groups of 10: at 12; 8 groups of 20: 6-8; 40 groups of 6: 24-40; MovieLens1M rises to 40).
 
 Which K: the largest K of the grid whose score is within one standard error of the best one (the
-standard error of the paired per-entry differences to the best K, over all held-out entries). The
-samplers shed spare atoms quickly but grow missing ones slowly (``starts``' module docstring, "Too few
-atoms"), so between Ks the held-out entries cannot tell apart the larger is the safer start. Measured
-(``benchmarks/bench_small_groups.py``): on 40 groups of 6 nodes the scores of K = 8, 16, 32 are often
-within a standard error of one another, and the plain best (fold 2: K = 8) left the IDEPM and DEPM-100
-at chance (AUC-PR 0.014) where the chains from 32-40 atoms reach 0.07-0.11.
+standard error of the paired per-entry differences to the best K, over all held-out entries), at most
+``STEPS_ABOVE`` = 1 grid point (one doubling) above the best. The samplers shed spare atoms quickly but
+grow missing ones slowly (``starts``' module docstring, "Too few atoms"), so between Ks the held-out
+entries cannot tell apart the larger is the safer start. Measured (``benchmarks/bench_small_groups.py``):
+on 40 groups of 6 nodes the scores of K = 8, 16, 32 are often within a standard error of one another, and
+the plain best (fold 2: K = 8) left the IDEPM and DEPM-100 at chance (AUC-PR 0.014), where from the 32
+atoms within a standard error they reach 0.077 and 0.084. The one-doubling limit: on a tiny network the
+standard error is wide and the whole grid can be within it; without the limit the karate club (chapter
+30's zeros protocol, fold 1) started at 17 atoms for 34 nodes and lost 0.10-0.20 AUC-PR in all three
+models.
 
 Several splits: on a small network a few per cent of the pairs hold a few dozen ones, so the score
 of one split is noisy; up to ``MAX_SPLITS`` disjoint splits are scored and their scores averaged,
@@ -58,6 +62,22 @@ so a last-bit difference of a LAPACK-made NNDSVDa start cannot change the choice
 
 ``fit(X, model, init="data", rank="heldout")`` uses it (``starts.data_start(..., rank="heldout")``);
 after the choice the factorisation is refitted on all observed entries, as for the spectral count.
+
+Measured (``benchmarks/bench_small_groups.py``; 5 pair folds, a fifth of the pairs held out and masked,
+1500 sweeps, mean held-out AUC-PR spectral / held-out rule / seated at the true groups; SVD baseline):
+
+* 40 groups of 6 nodes (p_in 0.5, p_out 0.005; 240 nodes, 450 edges): K 4 -> 40/32/32/16/32; IDEPM
+  0.015 / 0.082 / 0.084, DEPM-100 0.015 / 0.097 / 0.111, EPM-100 0.015 / 0.103 / 0.104; SVD 0.071;
+* LFR, 32 communities of 5-15 nodes (250 nodes, 560 edges): K 12/5/11/9/10 -> 24/40/40/18/20; IDEPM
+  0.354 / 0.379 / 0.396, DEPM-100 0.262 / 0.348 / 0.400, EPM-100 0.279 / 0.369 / 0.392; SVD 0.233 (on the
+  two folds at 18-20 atoms the DEPM-100 reaches 0.25 and 0.40, from 32 atoms 0.38 and 0.43);
+* elsewhere (``--part others``): ``bench_starts.py``'s five community networks within -0.002..+0.009 of
+  the spectral rule (lfr: the same K, the same chains), toy90 and Enron09 the same K (6/8/5, 12);
+  chapter 30's three networks (four chains per fold) Davis -0.026..+0.012, karate -0.013..+0.009, Les
+  Miserables 0..+0.019. MovieLens100K and MovieLens1M: the spectral count is the cap, the rule fits nothing.
+
+Cost: 1-4 s per start on these 250-node networks (the spectral start: 0.2-0.6 s); on MovieLens1M
+(575,281 ones) the whole grid K = 4..40 in one split would take 35-48 s (it is not run there).
 """
 from __future__ import annotations
 
@@ -71,7 +91,7 @@ from . import nmf
 
 __all__ = ["heldout_rank", "heldout_split", "heldout_loglik", "RANK_RULES", "check_rank",
            "HELDOUT_FRACTION", "K_CAP", "MAX_SPLITS", "SPLIT_WORK", "MAX_HELD_ONES", "ZEROS_PER_ONE",
-           "MIN_HELD_ZEROS", "REL_TOL", "EPS_TOL"]
+           "MIN_HELD_ZEROS", "REL_TOL", "EPS_TOL", "STEPS_ABOVE", "GRID_RANDOM"]
 
 #: the rules of ``data_start(rank=...)`` / ``fit(rank=...)``: "spectral" (the default) or "heldout";
 #: an integer forces that many atoms
@@ -95,6 +115,8 @@ REL_TOL = 1e-9
 #: chosen K keeps its own five). None: on seven community networks x 2 folds (``bench_small_groups.py``'s
 #: two and ``bench_starts.py``'s five, 20% of the pairs masked) the same K as with five, in a third of the time
 GRID_RANDOM = 0
+#: the K chosen is at most this many grid points (doublings) above the best-scoring one
+STEPS_ABOVE = 1
 #: precision of the shrinkage eps of ``heldout_loglik``
 EPS_TOL = 1e-4
 
@@ -263,7 +285,8 @@ def heldout_rank(X, missing=None, symmetric=False, seed=0, T=None, k_start=None,
     ``SPLIT_WORK``); ``grid``: the Ks to score, increasing (default: ``k_start`` doubling up to the cap);
     ``patience``: stop after this many grid points in a row score below the best (None, the default:
     score them all); ``n_random``: random starts of each grid factorisation (``GRID_RANDOM``);
-    ``select``: "within-se" (the default: the largest K within one standard error of the best) or
+    ``select``: "within-se" (the default: the largest K within one standard error of the best, at most
+    ``STEPS_ABOVE`` grid points above it) or
     "best" (the best score; ties within ``REL_TOL``: the smaller K).
 
     Returns ``(K, info)``: ``info`` holds the grid scored, each K's mean held-out log-likelihood per
@@ -367,13 +390,16 @@ def heldout_rank(X, missing=None, symmetric=False, seed=0, T=None, k_start=None,
                 break
     # the largest K within one standard error of the best (paired over the held-out entries): spare
     # atoms are cheap for the samplers, missing ones dear (module docstring, "Which K")
+    # and at most STEPS_ABOVE grid points above it (on a tiny network the standard error is wide)
     K_chosen = best_k
-    for K in info["scores"]:
+    scored = list(info["scores"])
+    for K in scored:
         d = terms[K] - terms[best_k]
         mean = float(np.sum(w * d) / np.sum(w))
         se = float(np.sqrt(np.sum(w ** 2 * (d - mean) ** 2)) / np.sum(w))
         info["se"][K] = se
-        if select == "within-se" and K > K_chosen and info["scores"][K] >= best - se - REL_TOL * abs(best):
+        if select == "within-se" and K > K_chosen and info["scores"][K] >= best - se - REL_TOL * abs(best) \
+                and scored.index(K) - scored.index(best_k) <= STEPS_ABOVE:
             K_chosen = K
     info.update(K=K_chosen, best=best_k, seconds=time.perf_counter() - t0)
     return K_chosen, info

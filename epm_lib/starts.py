@@ -92,6 +92,12 @@ missing, 500 sweeps) the mean held-out AUC-PR of the IDEPM, DEPM-32 and EPM-32 g
 0.471 (the edge's 1-2 atoms) to 0.472, 0.518, 0.503 (the paper's start: 0.472, 0.458, 0.456), the
 EPM's atoms (mean of the averaged sweeps) on folds 0-2 from 2.2, 4.3, 3.1 to 8.0, 5.2, 5.2.
 ``choose_rank`` reports the edge's own count.
+Many small groups: on a sparse network of many small groups every group is below the edge and the count
+is the floor, however many groups there are (40 groups of 6 nodes, p_in 0.5, p_out 0.005, a fifth of the
+pairs masked: 4 atoms; the IDEPM, DEPM-100 and EPM-100 from there stay at chance, held-out AUC-PR 0.015,
+against 0.08-0.11 from the true groups). ``fit(..., rank="heldout")`` (``data_start(rank="heldout")``,
+``epm_lib.heldout_rank``) chooses K by the KL NMF's held-out likelihood at the count and its doublings
+instead (there 16-40 atoms, AUC-PR 0.082-0.103; ``benchmarks/bench_small_groups.py``); opt-in.
 
 Undirected networks (``symmetric=True``): the model's rate matrix sum_k lambda_k phi_ik phi_jk
 is positive semidefinite, so K counts the *positive eigenvalues* above the noise radius

@@ -9,7 +9,7 @@ from epm_lib.example_networks import planted_partition
 from epm_lib.experiments import hold_out, pair_folds
 from epm_lib.fit import init_state, prepare_matrix
 from epm_lib.fit_data import mask_entries
-from epm_lib.heldout_rank import check_rank, heldout_loglik, heldout_rank, heldout_split
+from epm_lib.heldout_rank import STEPS_ABOVE, check_rank, heldout_loglik, heldout_rank, heldout_split
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,12 @@ def test_finds_the_small_groups_the_spectrum_misses(small_groups):
     assert set(info["scores"]) == {4, 8, 16, 32, 40}  # the whole grid scored
     # the largest K within one standard error of the best; "best" takes the best itself
     assert info["best"] <= K and info["scores"][K] >= info["scores"][info["best"]] - info["se"][K]
-    assert all(info["scores"][k] < info["scores"][info["best"]] - info["se"][k] for k in info["scores"] if k > K)
+    grid = list(info["scores"])
+    assert grid.index(K) - grid.index(info["best"]) <= STEPS_ABOVE
+    assert all(info["scores"][k] < info["scores"][info["best"]] - info["se"][k]
+               or grid.index(k) - grid.index(info["best"]) > STEPS_ABOVE for k in grid if k > K)
+    best, _ = heldout_rank(A, symmetric=True, seed=0, select="best")
+    assert best == info["best"]
 
 
 def test_deterministic(small_groups):
