@@ -20,6 +20,10 @@ symmetric=True, n_iter=1500, n_avg=500, seed=0)`` of the IDEPM, DEPM-100 and EPM
 the better of "svd-auto" and "svd-k16" per fold, as ``bench_starts.py`` does). Held-out AUC-PR by
 scikit-learn's ``average_precision_score`` (``fit``'s ``tdauc_pr``).
 
+``--part estimator``: ``EdgePartitionModel(random_state=0)``, every other option at its default (the
+IDEPM, the data's start with the held-out rule, 1500 sweeps, 500 averaged), on the same networks and folds, against the
+chain seated at the truth and the SVD (records "network/fold/estimator" in ``small_groups.json``).
+
 ``--part others`` (issue 30 item 1, "no worse elsewhere"): the five community networks of
 ``bench_starts.py --part networks`` (planted, unequal, sparse, lfr-docs, lfr; the same folds, models,
 sweeps and seed) and chapter 30's three networks under its protocol (``bench_starts.py --part chapter30``:
@@ -38,7 +42,7 @@ Each run is written as it finishes, so an interrupted run resumes: ``benchmarks/
 
 Usage::
 
-    python benchmarks/bench_small_groups.py [--part small|others|movielens] [--folds 0 1 2]
+    python benchmarks/bench_small_groups.py [--part small|estimator|others|movielens] [--folds 0 1 2]
                                             [--models IDEPM DEPM EPM] [--networks groups40] [--table]
 """
 from __future__ import annotations
@@ -60,7 +64,8 @@ from epm_lib.experiments import hold_out, pair_folds
 from epm_lib.fit_data import mask_entries
 from epm_lib.heldout_rank import heldout_rank
 
-OUTS = {"small": "small_groups.json", "others": "small_groups_others.json", "movielens": "small_groups_movielens.json"}
+OUTS = {"small": "small_groups.json", "estimator": "small_groups.json", "others": "small_groups_others.json",
+        "movielens": "small_groups_movielens.json"}
 OUT = None       # the part's file (main)
 MODELS = {"IDEPM": None, "DEPM": 100, "EPM": 100}
 STARTS = ("spectral", "heldout", "truth")
@@ -226,6 +231,58 @@ def small_table(results, args):
 
 
 # ----------------------------------------------------------------------------------------------
+# --part estimator: EdgePartitionModel() with its defaults on the same folds
+# ----------------------------------------------------------------------------------------------
+
+def run_estimator(results, args):
+    """``EdgePartitionModel(random_state=SEED)`` with every other option at its default (the IDEPM,
+    the data's start with the held-out rank rule, 1500 sweeps, 500 averaged) fitted to each fold's
+    training matrix and mask (``est.fit(X, mask=mask)``: X is symmetric, so fitted as an undirected
+    network), scored on the fold's held-out pairs with ``predict_proba`` and scikit-learn's
+    ``average_precision_score``; key "network/fold/estimator"."""
+    from sklearn.metrics import average_precision_score
+
+    from epm_lib import EdgePartitionModel
+    for name in args.networks or list(NETWORKS):
+        A, labels, s = network(name)
+        folds = pair_folds(A.shape, n_folds=5, seed=0, symmetric=True)
+        for f in args.folds:
+            key = f"{name}/{f}/estimator"
+            if key in results:
+                continue
+            X, (rows, cols, y), mask = hold_out(A, folds[f], symmetric=True)
+            t0 = time.perf_counter()
+            est = EdgePartitionModel(random_state=SEED).fit(X, mask=mask)
+            p = est.predict_proba(rows, cols)
+            r = est.result_
+            results[key] = dict(tdauc_pr=float(average_precision_score(y, p)), model=r.settings["model"],
+                                rank=r.settings.get("rank"), K_start=r.settings["K_start"], K_mean=float(r.K_mean),
+                                symmetric=bool(est.symmetric_), n_iter=r.settings["n_iter"],
+                                n_avg=r.settings["n_avg"], seconds=time.perf_counter() - t0)
+            _save(results)
+            print(f"{name:9s} fold {f} estimator AUC-PR {results[key]['tdauc_pr']:.3f}  K_start "
+                  f"{r.settings['K_start']:3d}  K {r.K_mean:6.1f}  {time.perf_counter() - t0:6.1f} s", flush=True)
+    estimator_table(results, args)
+
+
+def estimator_table(results, args):
+    print(f"\nEdgePartitionModel() defaults, held-out AUC-PR, mean over folds {list(args.folds)} (per fold in "
+          f"brackets), against the IDEPM seated at the true groups (1500 sweeps) and the SVD (better of svd-auto "
+          f"and svd-k16 per fold). Bar: >= truth - 0.02 and >= SVD")
+    for name in args.networks or list(NETWORKS):
+        est = [results[f"{name}/{f}/estimator"]["tdauc_pr"] for f in args.folds if f"{name}/{f}/estimator" in results]
+        truth = [results[f"{name}/{f}/IDEPM/truth"]["tdauc_pr"] for f in args.folds
+                 if f"{name}/{f}/IDEPM/truth" in results]
+        svd = [max(results[f"{name}/{f}/SVD"][b]["tdauc_pr"] for b in ("svd-auto", "svd-k16"))
+               for f in args.folds if f"{name}/{f}/SVD" in results]
+        ks = "/".join(str(results[f"{name}/{f}/estimator"]["K_start"]) for f in args.folds
+                      if f"{name}/{f}/estimator" in results)
+        ok = (est and truth and svd and np.mean(est) >= np.mean(truth) - 0.02 and np.mean(est) >= np.mean(svd))
+        print(f"  {name:9s} estimator {_mean(est)} [{' '.join(f'{v:.2f}' for v in est)}] K0 {ks} | IDEPM at the "
+              f"truth {_mean(truth)} | SVD {_mean(svd)}  bar: {'ok' if ok else 'NO'}")
+
+
+# ----------------------------------------------------------------------------------------------
 # --part others: bench_starts' five networks and chapter 30's three, held-out rule vs stored default
 # ----------------------------------------------------------------------------------------------
 
@@ -382,7 +439,7 @@ def run_movielens(results, args):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=("small", "others", "movielens"), default="small")
+    ap.add_argument("--part", choices=("small", "estimator", "others", "movielens"), default="small")
     ap.add_argument("--folds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--folds-ch30", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument("--chain-seeds", type=int, nargs="+", default=[],
@@ -399,6 +456,8 @@ def main(argv=None):
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
     if args.part == "small":
         return small_table(results, args) if args.table else run_small(results, args)
+    if args.part == "estimator":
+        return estimator_table(results, args) if args.table else run_estimator(results, args)
     if args.part == "others":
         return others_table(results, args, _bench_starts()) if args.table else run_others(results, args)
     run_movielens(results, args)

@@ -4,13 +4,17 @@
 constructor holds the options (``get_params``, ``set_params`` and ``sklearn.base.clone`` work),
 ``fit`` runs one chain and keeps the ``FitResult`` in ``result_``; ``predict_proba`` gives link
 probabilities, ``predict_links`` the most probable missing links, ``transform`` the nodes'
-memberships of the atoms and ``score`` the mean log likelihood of labelled pairs.
+memberships of the atoms, ``score`` the mean log likelihood of labelled pairs and
+``to_inference_data`` the fit for ArviZ.
 
 The defaults: the IDEPM (no truncation), ``fit``'s default start (the data's start,
-``init="data"``, where the matrix allows one), 1000 sweeps of which the last 200 are averaged,
-``fit``'s default split-merge moves, seed 0. An undirected network (a ``networkx.Graph``, or a
-square matrix equal to its transpose) is fitted with ``symmetric=True`` and its diagonal masked
-(a network without self-loops).
+``init="data"``, where the matrix allows one) with its atoms counted by the held-out rule
+(``rank="heldout"``, ``epm_lib.heldout_rank``: the spectral count finds no group of a sparse network
+of many small groups, the held-out rule does; ``benchmarks/bench_small_groups.py``), 1500 sweeps of
+which the last 500 are averaged (``predict_proba`` is their posterior mean), ``fit``'s default
+split-merge moves, seed 0. An undirected network (a ``networkx.Graph``, or a square matrix equal to
+its transpose) is fitted with ``symmetric=True`` and its diagonal masked (a network without
+self-loops).
 
 Example::
 
@@ -36,6 +40,7 @@ from .fit import fit as _fit
 from .fit_data import missing_mask, prepare_matrix
 from .fit_options import as_seed
 from .metrics import bernoulli_tdll
+from .nmf import enough
 
 __all__ = ["EdgePartitionModel", "DEFAULT_T"]
 
@@ -77,9 +82,18 @@ class EdgePartitionModel(BaseEstimator):
     model : "EPM", "CEPM", "DEPM" or "IDEPM" (the default, no truncation).
     T : truncation level of the EPM, CEPM, DEPM; None gives ``DEFAULT_T`` = 100 for them (the
         IDEPM takes none).
-    n_iter, n_avg : Gibbs sweeps, and how many final ones are averaged (1000 and 200).
+    n_iter, n_avg : Gibbs sweeps, and how many final ones are averaged (1500 and 500: the
+        chains of ``benchmarks/bench_small_groups.py``; the paper's 600 sweeps leave many chains at their
+        start, chapter 31).
     init : the chain's start (``epm_lib.fit``'s ``init``); None: ``fit``'s default, the data's start
         where X allows one.
+    rank : how the data's start counts its atoms (``epm_lib.fit``'s ``rank``): "heldout" (the
+        default: the KL NMF's likelihood on held-out entries at the spectral count and its doublings,
+        ``epm_lib.heldout_rank``), "spectral" (singular values above the noise edge, ``fit``'s own
+        default), an integer, or None (``fit``'s default). It applies to the data's start only: with
+        another ``init``, or a matrix too small for the data's start (``init=None`` then gives the
+        paper's start), "heldout" and None are not used; "spectral" or an integer there raise
+        ``ValueError``.
     split_merge : split-merge proposals per sweep (IDEPM, DEPM); None: ``fit``'s default.
     symmetric : None: detected. A networkx ``Graph`` is undirected (True), a ``DiGraph`` directed;
         a matrix is taken as an undirected network when it is square and equal to its transpose:
@@ -99,15 +113,17 @@ class EdgePartitionModel(BaseEstimator):
     symmetric_ : whether it was fitted as an undirected network.
     nodes_ : for a networkx graph, its nodes in the order of the matrix's rows; None for a matrix.
     seed_ : the seed given to ``epm_lib.fit``.
+    mask_ : the mask given to ``epm_lib.fit`` (None, yours, or the diagonal of an undirected fit).
     """
 
-    def __init__(self, model="IDEPM", T=None, n_iter=1000, n_avg=200, init=None, split_merge=None,
-                 symmetric=None, random_state=0):
+    def __init__(self, model="IDEPM", T=None, n_iter=1500, n_avg=500, init=None, rank="heldout",
+                 split_merge=None, symmetric=None, random_state=0):
         self.model = model
         self.T = T
         self.n_iter = n_iter
         self.n_avg = n_avg
         self.init = init
+        self.rank = rank
         self.split_merge = split_merge
         self.symmetric = symmetric
         self.random_state = random_state
@@ -162,18 +178,46 @@ class EdgePartitionModel(BaseEstimator):
                                  f"symmetric=False, or give a mask")
             mask = missing_mask(shape, [], [], diagonal=True)
         options = dict(T=T, n_iter=self.n_iter, n_avg=self.n_avg, init=self.init,
-                       split_merge=self.split_merge, mask=mask)
+                       split_merge=self.split_merge, mask=mask, rank=self._rank_option(X),
+                       keep_samples="auto")    # predict_proba: the posterior mean over the n_avg sweeps
         options = {k: v for k, v in options.items() if v is not None}
         result = _fit(X, model, seed=seed, symmetric=bool(symmetric), **options)
         if nodes is not None:
             result.node_names = (nodes, nodes)
         self.result_ = result
+        self.mask_ = mask
         self.n_rows_, self.n_cols_ = int(shape[0]), int(shape[1])
         self.symmetric_ = bool(symmetric)
         self.nodes_ = nodes
         self.seed_ = seed
         self._index = None if nodes is None else {v: i for i, v in enumerate(nodes)}
         return self
+
+    def _rank_option(self, X):
+        """``fit``'s ``rank``: the estimator's ``rank`` where the chain starts from the data
+        (``init`` "data", or None on a matrix that allows the data's start), else None (the
+        default "heldout" left out; "spectral" or an integer given with another start: fit's
+        ValueError names the clash)."""
+        rank = self.rank
+        if rank is None:
+            return None
+        data_start = self.init == "data" if isinstance(self.init, str) else self.init is None
+        if data_start and self.init is None:           # fit's choice: the data's start where X allows one
+            I, J, rows, _ = prepare_matrix(X)           # (a one under the mask is refused by fit)
+            data_start = enough(I, J, rows.size)
+        if data_start or not (isinstance(rank, str) and rank == "heldout"):
+            return rank
+        return None
+
+    def to_inference_data(self, test=None, draws="kept"):
+        """The fit as an ``arviz.InferenceData`` for ``az.loo`` / ``az.compare``
+        (``FitResult.to_inference_data``): ``test = (rows, cols, labels)`` scores those held-out
+        pairs (integer indices); without it the training pairs, less the entries the fit left out
+        (the ``mask`` given to ``fit``, or the diagonal an undirected fit masked), passed here."""
+        check_is_fitted(self, "result_")
+        if test is not None:
+            return self.result_.to_inference_data(test, draws=draws)
+        return self.result_.to_inference_data(mask=self.mask_, draws=draws)
 
     def fit_transform(self, A, mask=None):
         """``fit(A, mask)``, then the row memberships (``transform``)."""

@@ -342,8 +342,10 @@ class _Recorder:
         o = self.o
         if self.keep_its is None:           # at the window's first sample: how many fit in memory
             per = 8 * sum(a.size for a in params)
-            n_keep = o.keep_samples or (o.n_avg if o.model != "IDEPM" or self.d.test is not None else 1)
-            if o.keep_samples is None:
+            auto = o.keep_samples == "auto"
+            n_keep = o.n_avg if auto else (o.keep_samples or
+                                           (o.n_avg if o.model != "IDEPM" or self.d.test is not None else 1))
+            if o.keep_samples is None or auto:
                 n_keep = max(1, min(n_keep, KEEP_BYTES // max(per, 1)))
             self.keep_its = set((o.n_iter - 1 - np.round(np.linspace(0, o.n_avg - 1, n_keep))).astype(int)
                                 .tolist()) if n_keep > 1 else {o.n_iter - 1}
@@ -420,7 +422,9 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         to keep for ``FitResult.predict`` (evenly spaced, the last one always). Default: all
         ``n_avg`` when they fit in ``KEEP_BYTES`` (else as many as fit); for the IDEPM without a
         test set only the final sample (its parameters are drawn only where needed; an explicit
-        number draws them in the window, from the prediction stream).
+        number, or "auto", draws them in the window, from the prediction stream, so the chain is
+        the same). "auto": all ``n_avg`` as far as ``KEEP_BYTES`` allows, for every model (the
+        IDEPM's posterior mean without a test set; ``EdgePartitionModel`` passes it).
     symmetric : True for an undirected network: X must be square and symmetric. The model is
         the bipartite one fitted to both directions of every link; a test pair (i, j) counts once,
         with the prediction (p_ij + p_ji)/2 (``test_prob``, ``tdll``, ``tdauc_pr`` and

@@ -61,7 +61,7 @@ class Options:
     K_init: int | None
     n_iter: int
     n_avg: int
-    keep_samples: int | None
+    keep_samples: int | str | None      # None, "auto" or a number (fit's keep_samples)
     e0: float
     f0: float
     seed: object
@@ -141,7 +141,11 @@ def check_options(model, *, T, n_iter, n_avg, seed, K_init, a_update, e0, f0, m_
         K_init = None
     n_iter = _check_int("n_iter", n_iter, 1)
     n_avg = _check_int("n_avg", n_avg, 1)
-    if keep_samples is not None:
+    if isinstance(keep_samples, str) and keep_samples == "auto":
+        pass                                # all n_avg as far as KEEP_BYTES allows, the IDEPM's too
+    elif keep_samples is not None:
+        if isinstance(keep_samples, str):
+            raise ValueError(f"keep_samples must be None, 'auto' or a positive integer, got {keep_samples!r}")
         keep_samples = min(_check_int("keep_samples", keep_samples, 1), n_avg)
     if n_avg > n_iter:
         raise ValueError(f"n_avg = {n_avg} exceeds n_iter = {n_iter}")

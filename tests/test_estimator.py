@@ -63,7 +63,7 @@ def test_params_clone_set_params():
         {k: v for k, v in b.items() if k != "random_state"}
     assert b["random_state"].entropy == a["random_state"].entropy
     assert est.set_params(n_iter=50) is est and est.n_iter == 50
-    assert EdgePartitionModel().get_params() == dict(model="IDEPM", T=None, n_iter=1000, n_avg=200, init=None,
+    assert EdgePartitionModel().get_params() == dict(model="IDEPM", T=None, n_iter=1500, n_avg=500, init=None, rank="heldout",
                                                      split_merge=None, symmetric=None, random_state=0)
 
 
@@ -222,6 +222,59 @@ def test_options_reach_fit(small):
         EdgePartitionModel(n_iter=5, n_avg=10).fit(small)
 
 
+def test_rank_default_heldout(small):
+    """The estimator's data's start counts its atoms by the held-out rule (issue 30, item 1):
+    fit(rank="heldout") where the chain starts from the data, nothing where it does not."""
+    assert EdgePartitionModel().get_params()["rank"] == "heldout"
+    est = _quiet_fit(EdgePartitionModel(n_iter=5, n_avg=2), small)
+    assert est.result_.settings["init"] == "data" and est.result_.settings["rank"] == "heldout"
+    same = epm_lib.fit(small, "IDEPM", n_iter=5, n_avg=2, seed=0, rank="heldout")
+    assert est.result_.settings["K_start"] == same.settings["K_start"]
+    assert np.array_equal(est.result_.K, same.K)
+    est = _quiet_fit(EdgePartitionModel(n_iter=5, n_avg=2, rank="spectral"), small)
+    assert est.result_.settings["rank"] == "spectral"
+    est = _quiet_fit(EdgePartitionModel(n_iter=5, n_avg=2, rank=None), small)
+    assert "rank" not in est.result_.settings and est.result_.settings["init"] == "data"
+    # another start: the default rule is not used; an explicit one is an error naming the clash
+    est = _quiet_fit(EdgePartitionModel("DEPM", T=6, n_iter=5, n_avg=2, init="paper"), small)
+    assert "rank" not in est.result_.settings and est.result_.settings["init"] == "paper"
+    with pytest.raises(ValueError, match="rank"):
+        EdgePartitionModel("DEPM", T=6, n_iter=5, n_avg=2, init="paper", rank="spectral").fit(small)
+    with pytest.raises(ValueError, match="rank"):
+        EdgePartitionModel(n_iter=5, n_avg=2, rank="widest").fit(small)
+
+
+def test_predict_proba_is_the_posterior_mean(small):
+    """predict_proba averages the n_avg sweeps (fit(keep_samples="auto")), the IDEPM's too, which
+    without a test set would otherwise keep only the final draw; the chain is fit's own."""
+    est = _quiet_fit(EdgePartitionModel(n_iter=20, n_avg=8), small)
+    assert len(est.result_.samples) == 8
+    same = epm_lib.fit(small, "IDEPM", n_iter=20, n_avg=8, seed=0, rank="heldout", keep_samples="auto")
+    assert np.array_equal(est.result_.K, same.K)
+    rows, cols = np.array([0, 1, 2]), np.array([1, 2, 0])
+    mean = np.mean([-np.expm1(-epm_lib.models.common.link_rates(*_compact_pairs(same, rows, cols), *s))
+                    for s in same.samples], axis=0)
+    assert np.allclose(est.predict_proba(rows, cols), mean)
+
+
+def _compact_pairs(r, rows, cols):
+    """The IDEPM's compact indices of (rows, cols) (rows that carry parameters)."""
+    from epm_lib.result_checks import _to_compact
+    return _to_compact(rows, r.state["row_ids"], "row"), _to_compact(cols, r.state["col_ids"], "column")
+
+
+def test_rank_default_small_matrix():
+    """A matrix too small for the data's start: init=None gives the paper's (random) start, and the
+    default rank is left out rather than forcing init='data' (which would refuse the matrix)."""
+    X = np.zeros((4, 4), dtype=np.int8)
+    X[0, 1] = X[1, 2] = X[2, 3] = 1
+    est = _quiet_fit(EdgePartitionModel(n_iter=5, n_avg=2, symmetric=False), X)
+    assert est.result_.settings["init"] == "random" and "rank" not in est.result_.settings
+    X[3, 0] = 1                                         # 4 ones: enough for the data's start
+    est = _quiet_fit(EdgePartitionModel(n_iter=5, n_avg=2, symmetric=False), X)
+    assert est.result_.settings["init"] == "data" and est.result_.settings["rank"] == "heldout"
+
+
 # ---------------------------------------------------------------------------------------------
 # FitResult.memberships and __repr__
 # ---------------------------------------------------------------------------------------------
@@ -280,3 +333,30 @@ def test_directed_graph_links():
     assert np.all(np.diff(links["probability"].to_numpy()) <= 0)
     with pytest.raises(ValueError, match="top"):
         est.predict_links(top=0)
+
+
+def test_practitioners_path_on_karate():
+    """Issue 30's practitioner's path on Zachary's karate club, one step after another: a Generator seed,
+    an estimator cloned, fitted on the graph, predict_proba and predict_links by name, transform, and
+    az.loo on the fit's InferenceData (the kept draws of the estimator's posterior mean)."""
+    from epm_lib.notebook import import_arviz
+
+    az = import_arviz()
+    G = nx.relabel_nodes(nx.karate_club_graph(), {v: f"m{v}" for v in nx.karate_club_graph()})
+    proto = EdgePartitionModel(n_iter=60, n_avg=20, random_state=np.random.default_rng(5))
+    est = _quiet_fit(clone(proto), G)
+    assert est.get_params()["rank"] == "heldout" and est.result_.settings["rank"] == "heldout"
+    p = est.predict_proba(["m0", "m0"], ["m33", "m1"])
+    assert p.shape == (2,) and np.all((p > 0) & (p < 1))
+    links = est.predict_links(top=3)
+    assert list(links.columns) == ["row", "col", "probability"] and all(str(v).startswith("m") for v in links["row"])
+    assert not any(G.has_edge(a, b) for a, b in zip(links["row"], links["col"]))
+    W = est.transform()
+    assert W.shape[0] == 34 and np.allclose(W.sum(axis=1), 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loo = az.loo(est.to_inference_data(), pointwise=True)      # the fit's mask (its diagonal) passed
+    assert np.isfinite(float(loo.elpd_loo)) and loo.n_samples == 20
+    assert loo.pareto_k.size == 34 * 33 // 2                  # each pair i < j once, the diagonal masked
+    with pytest.raises(ValueError, match="mask"):
+        est.result_.to_inference_data()                 # the result alone does not know the mask

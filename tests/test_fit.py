@@ -571,6 +571,15 @@ def test_keep_samples_option():
             r2.predict(np.array([empty_row]), np.array([0]))
     with pytest.raises(ValueError, match="keep_samples must be"):
         fit(X, "DEPM", T=4, n_iter=5, n_avg=2, keep_samples=0)
+    # "auto": all n_avg (as far as KEEP_BYTES allows), the IDEPM's without a test set too, same chain
+    r3 = fit(X, "IDEPM", n_iter=20, n_avg=10, seed=2, keep_samples="auto")
+    assert len(r3.samples) == 10 and np.array_equal(r.K, r3.K)
+    assert np.array_equal(r3.hyper["gamma0"], r.hyper["gamma0"])
+    r4 = fit(X, "DEPM", T=4, n_iter=20, n_avg=10, seed=2, keep_samples="auto")
+    assert len(r4.samples) == 10
+    for bad in ("all", "AUTO"):
+        with pytest.raises(ValueError, match="keep_samples must be None, 'auto'"):
+            fit(X, "DEPM", T=4, n_iter=5, n_avg=2, keep_samples=bad)
 
 
 def _undirected(seed=0, n=16, p=0.25):

@@ -498,6 +498,26 @@ def test_network_scores_reads_the_networks_benchmark():
         assert len(labels["SVD"]) == 5
 
 
+def test_network_scores_reads_the_small_groups_benchmark():
+    """network_scores on bench_small_groups.py's records: "ranks" records (no score) left out, the
+    estimator's "network/fold/estimator" read as the label "estimator"; on the stored file both
+    networks have five folds of every model's three starts, the SVD and the estimator."""
+    import json
+    from epm_lib.book.start_benchmarks import network_scores
+
+    bench = {"g/0/IDEPM/ranks": {"spectral": 4, "heldout": 32}, "g/0/IDEPM/heldout": {"tdauc_pr": 0.1},
+             "g/0/estimator": {"tdauc_pr": 0.2, "K_start": 32}, "g/info": {"nodes": 240}}
+    assert network_scores(bench) == {"g": {"IDEPM/heldout": {0: 0.1}, "estimator": {0: 0.2}}}
+    stored = network_scores(json.loads((Path(__file__).resolve().parent.parent / "benchmarks" /
+                                        "small_groups.json").read_text()))
+    assert set(stored) == {"groups40", "lfr-small"}
+    for net, labels in stored.items():
+        for m in ("IDEPM", "DEPM", "EPM"):
+            for start in ("spectral", "heldout", "truth"):
+                assert len(labels[f"{m}/{start}"]) == 5, (net, m, start)
+        assert len(labels["SVD"]) == 5 and len(labels["estimator"]) == 5, net
+
+
 def test_start_differences_pairs_folds_after_averaging_chains():
     """start_differences: each fold's chains (seed 2017 untagged, others '@seed', other lengths '~sweeps')
     averaged per start first, then default - paper paired over the folds that have every chain; SVD records
@@ -609,3 +629,30 @@ def test_stored_epm_shedding_record():
         for sweep, k in c["K_at"].items():
             assert c["K"][c["sweep"].index(int(sweep))] == k
         assert max(c["K"]) <= s["T"] and np.isfinite(c["tdll_final"])
+
+
+def test_rule_differences_pairs_heldout_with_default():
+    """rule_differences: each '.../heldout[@seed]' record against the '.../default[@seed]' record of the same
+    key in any of the default files, averaged per network (and protocol) and model; records without a
+    default are left out; on the stored files the comparisons cover the five networks and chapter 30's three."""
+    import json
+    from epm_lib.book.start_benchmarks import rule_differences
+
+    others = {"n/0/IDEPM/heldout": {"tdauc_pr": 0.5, "same_K": True},
+              "n/1/IDEPM/heldout": {"tdauc_pr": 0.7, "same_K": False},
+              "k/zeros/0/EPM/heldout@2018": {"tdauc_pr": 0.2}, "k/zeros/0/EPM/heldout": {"tdauc_pr": 0.3},
+              "n/2/IDEPM/heldout": {"tdauc_pr": 0.9},                      # no default: left out
+              "n/0/IDEPM/ranks": {"heldout": 8}}
+    nets = {"n/0/IDEPM/default": {"tdauc_pr": 0.5}, "n/1/IDEPM/default": {"tdauc_pr": 0.4}}
+    ch30 = {"k/zeros/0/EPM/default@2018": {"tdauc_pr": 0.1}, "k/zeros/0/EPM/default": {"tdauc_pr": 0.3}}
+    t = rule_differences(others, nets, ch30).set_index(["network", "model"])
+    assert list(t.index) == [("k/zeros", "EPM"), ("n", "IDEPM")]
+    assert t.loc[("n", "IDEPM"), "pairs"] == 2 and t.loc[("n", "IDEPM"), "same_K"] == 1
+    assert np.isclose(t.loc[("n", "IDEPM"), "difference"], 0.15)
+    assert np.isclose(t.loc[("k/zeros", "EPM"), "default"], 0.2) and np.isclose(t.loc[("k/zeros", "EPM"), "difference"], 0.05)
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"
+    stored = rule_differences(*(json.loads((bench / n).read_text()) for n in
+                                ("small_groups_others.json", "starts_networks.json", "starts_chapter30.json")))
+    nets_seen = {n.split("/")[0] for n in stored.network}
+    assert nets_seen == {"planted", "unequal", "sparse", "lfr-docs", "lfr", "Davis", "karate", "Les Mis"}
+    assert len(stored) == 33 and stored.difference.abs().max() < 0.05

@@ -13,7 +13,7 @@ import numpy as np
 from .tables import paired
 
 __all__ = ["planted_scores", "network_scores", "START_METRICS", "START_SEED", "START_SWEEPS", "start_tag",
-           "StartKey", "parse_start_key", "start_differences"]
+           "StartKey", "parse_start_key", "start_differences", "rule_differences"]
 
 
 def planted_scores(bench, metric="tdauc_pr"):
@@ -37,14 +37,20 @@ def network_scores(bench, metric="tdauc_pr"):
     (its ``starts_networks.json`` as a dict, keys "network/fold/model/start" and "network/fold/SVD"):
     one label per model and start ("IDEPM/default", "DEPM/truth", "EPM/paper", ...) and "SVD", the
     better of the two truncated SVDs (``score_baselines``' "svd-auto" and "svd-k16") on each fold, as the
-    benchmark's table reads it; the networks' "info" records are left out. Feeds :func:`mean_se`."""
+    benchmark's table reads it; the networks' "info" records are left out. Also reads
+    ``benchmarks/bench_small_groups.py``'s ``small_groups.json`` (the same keys; its "ranks" records,
+    without scores, are left out, and "network/fold/estimator", ``EdgePartitionModel()`` with its
+    defaults, is the label "estimator"). Feeds :func:`mean_se`."""
     out = {}
     for key, rec in bench.items():
         parts = key.split("/")
         if len(parts) == 3 and parts[2] == "SVD":
             net, fold, label = parts[0], int(parts[1]), "SVD"
             score = max(rec["svd-auto"][metric], rec["svd-k16"][metric])
-        elif len(parts) == 4:
+        elif len(parts) == 3 and parts[2] == "estimator" and metric in rec:
+            net, fold, label = parts[0], int(parts[1]), "estimator"
+            score = rec[metric]
+        elif len(parts) == 4 and metric in rec:     # ("ranks" records hold no score)
             net, fold, label = parts[0], int(parts[1]), f"{parts[2]}/{parts[3]}"
             score = rec[metric]
         else:
@@ -128,3 +134,33 @@ def start_differences(bench, seeds, sweeps=START_SWEEPS, metrics=START_METRICS):
                                                   float(np.mean([v["default"][m] for v in per_fold.values()])),
                                                   float(np.mean([v["paper"][m] for v in per_fold.values()])))
     return out
+
+
+def rule_differences(others, *defaults, metric="tdauc_pr"):
+    """The held-out rank rule against the stored default (spectral) runs, a tidy ``pandas.DataFrame``
+    with one row per network (and protocol) and model: ``network``, ``model``, ``pairs`` (fold and
+    chain-seed pairs compared), ``default`` and ``heldout`` (their mean ``metric``), ``difference``
+    (heldout - default) and ``same_K`` (pairs whose start had the same number of atoms, hence the same
+    chain). ``others``: ``benchmarks/small_groups_others.json`` (keys ".../model/heldout" or
+    ".../model/heldout@seed"); ``defaults``: the files that hold the default runs under the same key
+    with "default" for "heldout" (``starts_networks.json``, ``starts_chapter30.json``). A key without
+    its default is left out."""
+    import pandas as pd
+    rows = []
+    for key, rec in others.items():
+        head, _, start = key.rpartition("/")
+        if not start.startswith("heldout") or metric not in rec:
+            continue
+        dkey = f"{head}/default{start[len('heldout'):]}"
+        base = next((d[dkey] for d in defaults if dkey in d), None)
+        if base is None:
+            continue
+        parts = head.split("/")             # network[/protocol]/fold/model
+        network = "/".join(parts[:-2])
+        rows.append((network, parts[-1], float(base[metric]), float(rec[metric]), bool(rec.get("same_K"))))
+    t = pd.DataFrame(rows, columns=["network", "model", "default", "heldout", "same_K"])
+    g = t.groupby(["network", "model"], sort=True)
+    out = g.agg(pairs=("default", "size"), default=("default", "mean"), heldout=("heldout", "mean"),
+                same_K=("same_K", "sum")).reset_index()
+    out["difference"] = out["heldout"] - out["default"]
+    return out[["network", "model", "pairs", "default", "heldout", "difference", "same_K"]]
