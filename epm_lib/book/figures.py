@@ -9,7 +9,8 @@ horizontal lines) in the Okabe-Ito colours of :data:`~epm_lib.book.style.STYLE`.
 - :func:`plot_metric`: one panel of Fig. 2, one metric of one data set against T;
 - :func:`fig2_figure`: the paper's Fig. 2 (K, TDLL and TDAUC-PR against T), one data set per row;
 - :func:`protocols_figure`: Fig. 2 of one data set under the paper's 600-sweep protocol and the
-  converged one, side by side on the same folds.
+  converged one, side by side on the same folds;
+- :func:`hyper_figure`: chapter 23's gamma0/T and a1 at the end of the runs against T.
 
 Text sizes follow ``matplotlib.rcParams`` (the chapters set ``font.size`` 10 and ``figure.dpi`` 150).
 """
@@ -18,11 +19,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..experiments import PAPER_T
-from .records import DATASET_NAMES, EXPECTED_FOLDS, METRICS, baseline_values, on_folds, values
+from .overfit import gmean_end
+from .records import DATASET_NAMES, EXPECTED_FOLDS, METRICS, baseline_values, hyper_end, on_folds, values
 from .style import BASELINE_STYLE, STYLE
 from .tables import mean_se
 
-__all__ = ["plot_metric", "finish_figure", "fig2_figure", "protocols_figure", "T_TICKS"]
+__all__ = ["plot_metric", "finish_figure", "fig2_figure", "protocols_figure", "hyper_figure", "T_TICKS"]
 
 #: The truncation levels labelled on the T axis (the others keep an unlabelled tick).
 T_TICKS = (2, 8, 32, 128)
@@ -142,3 +144,27 @@ def protocols_figure(paper, conv, models=("EPM", "CEPM", "DEPM"), metrics=tuple(
             ax.set_title(f"{METRICS[metric]}, {name} ({len(folds)} folds)" if len(panels) == 2
                          else f"{METRICS[metric]}, {name}")
     return finish_figure(fig, axes)
+
+
+def hyper_figure(data, models=("EPM", "EPMpaper", "CEPM"), labels=None):
+    """Chapter 23's figure: gamma0/T and a1 at the end of the runs (``overfit.gmean_end``: geometric
+    mean over the folds of the mean over the last 100 iterations) against T, one data set of ``data``
+    ({name: records}) per row, log-log; dotted: slope -1 (gamma0 fixed). ``labels`` as in
+    :func:`finish_figure`. Returns the figure."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(len(data), 2, figsize=(7.5, 2.3 * len(data) + 0.5), layout="constrained",
+                             squeeze=False)
+    for row, (d, recs) in zip(axes, data.items()):
+        for ax, name in zip(row, ("gamma0", "a1")):
+            for m in models:
+                T = np.array([t for t in PAPER_T if hyper_end(recs, m, t, "a1")])
+                if T.size:
+                    y = np.array([gmean_end(recs, m, int(t), name) for t in T])
+                    y = y / T if name == "gamma0" else y
+                    st = STYLE[m]
+                    ax.plot(T, y, color=st["color"], ls=st["ls"], marker=st["marker"], ms=4, lw=1, label=m)
+            if name == "gamma0":
+                ax.plot(PAPER_T, [1 / t for t in PAPER_T], "k:", lw=0.8, label="slope −1")
+            ax.set(xscale="log", yscale="log")
+            ax.set_title(f"{DATASET_NAMES.get(d, d)}: " + (r"$\gamma_0/T$" if name == "gamma0" else r"$a_1$"))
+    return finish_figure(fig, axes, ylim=False, labels=labels)
