@@ -18,5 +18,9 @@ the library (``epm_lib`` outside this package) imports from here; ``epm_lib.resu
   atom (MovieLens100K and MovieLens1M): per-region records, the verdicts of H1-H3 decided or left
   open by the two regions and the held-out pairs' preference (stacking), honest run labels
   (*converged* or *capped*, with the spread between chains);
+- the readings of the chapters' hidden cells, each returning the page's claims by name:
+  ``overfit.py`` (chapter 23), ``mixing_h3.py`` (chapter 24), ``verdict_readings.py`` (chapters 26,
+  26b), ``link_prediction.py`` (chapter 30b: the folds, fits and baselines as one tidy table),
+  ``landing.py`` (``intro.ipynb``);
 - ``source_archive.py``: the Sphinx extension that writes the site's source archive.
 """
