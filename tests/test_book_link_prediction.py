@@ -61,14 +61,20 @@ def test_claims_and_box():
     assert box["miss_better"] == (9, None) and box["miss_total"] == (9, None)
 
 
-def test_fit_and_check_keeps_degenerate_warnings_and_passes_others_on():
-    X = sp.csr_matrix(np.eye(6, dtype=np.int8))
+def test_fit_and_check_keeps_degenerate_warnings_and_passes_others_on(monkeypatch):
+    def noisy_fit(*args, **kw):
+        warnings.warn("looks degenerate: dust", DegenerateFitWarning)
+        warnings.warn("something else", UserWarning)
+        return ("fitted", args, kw)
+
+    monkeypatch.setattr(lp, "fit", noisy_fit)
     flagged = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        lp.fit_and_check(X, "EPM", T=4, n_iter=20, n_avg=5, seed=0, flagged=flagged)
-    assert not any(issubclass(w.category, DegenerateFitWarning) for w in caught)
-    assert all(isinstance(m, str) for m in flagged)
+        got = lp.fit_and_check("X", "EPM", T=4, flagged=flagged)
+    assert got == ("fitted", ("X", "EPM"), {"T": 4})
+    assert flagged == ["looks degenerate: dust"]                                  # kept, not shown
+    assert [(w.category, str(w.message)) for w in caught] == [(UserWarning, "something else")]   # passed on
 
 
 def test_link_prediction_scores_on_a_small_network():
