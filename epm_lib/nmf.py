@@ -137,6 +137,16 @@ def _rates(rows, cols, W, Ht, out):
 
 
 @njit(cache=True)
+def _column_sums(A):
+    """sum_x A[x, k] for every k, row after row (a fixed order)."""
+    out = np.zeros(A.shape[1])
+    for x in range(A.shape[0]):
+        for k in range(A.shape[1]):
+            out[k] += A[x, k]
+    return out
+
+
+@njit(cache=True)
 def _kl_mu(rows, cols, n_ones, W, Ht, n_iter):
     """``n_iter`` multiplicative updates (Lee & Seung) of the KL NMF X ~ W Ht^T, in place: ``rows``,
     ``cols`` list the ones of X (``e < n_ones``) and then its missing entries, whose ratio
@@ -156,23 +166,14 @@ def _kl_mu(rows, cols, n_ones, W, Ht, n_iter):
                 a, b = ia[e], ib[e]
                 for k in range(K):
                     num[a, k] += r * B[b, k]
-            den = np.zeros(K)
-            for x in range(B.shape[0]):
-                for k in range(K):
-                    den[k] += B[x, k]
+            den = _column_sums(B)
             for x in range(A.shape[0]):
                 for k in range(K):
                     A[x, k] = A[x, k] * num[x, k] / den[k] if den[k] > 0 else 0.0
     _rates(rows, cols, W, Ht, wh)
     total = 0.0
-    sw = np.zeros(K)
-    sh = np.zeros(K)
-    for x in range(W.shape[0]):
-        for k in range(K):
-            sw[k] += W[x, k]
-    for x in range(Ht.shape[0]):
-        for k in range(K):
-            sh[k] += Ht[x, k]
+    sw = _column_sums(W)
+    sh = _column_sums(Ht)
     for k in range(K):
         total += sw[k] * sh[k]
     ll_ones = 0.0
