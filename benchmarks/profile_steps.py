@@ -130,7 +130,7 @@ def idepm_steps(tm, rng, rows, cols, offsets, z, counts, I, J, h):
     n_ik, n_jk, n_k = counts
     a1, a2, g0, c0 = h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.GAMMA0], h[idepm.C0]
     with tm("setup: active list, float counts and atom factors"):
-        active, pos, n_active = idepm._active_from_counts(n_k)
+        active, pos, n_active = idepm.active_from_counts(n_k)
         C_i, C_j, C_k, g, active, pos = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active,
                                                                I * a1, J * a2, n_active + 16)
     with tm("z-step (Eq. 6) and birth-death move, one pass over the ones"):
@@ -140,7 +140,7 @@ def idepm_steps(tm, rng, rows, cols, offsets, z, counts, I, J, h):
     with tm("relabel atoms 0..K+-1, int counts"):
         z = pos[z]
         n_ik, n_jk, n_k = idepm._gather_counts(C_i, C_j, C_k, active, n_active)
-        active, pos, n_active = idepm._active_from_counts(n_k)
+        active, pos, n_active = idepm.active_from_counts(n_k)
     with tm("hyper: alpha1, alpha2 (Beta + CRT draws)"):
         h[idepm.ALPHA1] = idepm.sample_concentration(rng, n_ik, n_k, h[idepm.ALPHA1], I, E0, F0)
         h[idepm.ALPHA2] = idepm.sample_concentration(rng, n_jk, n_k, h[idepm.ALPHA2], J, E0, F0)
@@ -158,7 +158,7 @@ def idepm_pass_parts(rng, rows, cols, offsets, z, counts, I, J, h, repeats):
     ones, as before they were fused), on copies of the state; the chain does not advance."""
     n_ik, n_jk, n_k = counts
     a1, a2, g0, c0 = h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.GAMMA0], h[idepm.C0]
-    active, pos, n_active = idepm._active_from_counts(n_k)
+    active, pos, n_active = idepm.active_from_counts(n_k)
     out = []
     for reseat, moves in ((True, 0), (False, 1)):
         def one():

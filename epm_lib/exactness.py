@@ -9,8 +9,8 @@ exactly. ``partition_test`` runs a chain of moves alone (no Gibbs sweep) from th
 atom, records its state every ``thin`` proposals, and compares the frequencies with the exact
 probabilities by a chi-square test (cells pooled, from the least probable, until each expects at
 least 5 draws). A kernel that is exact gives a uniform p-value; a wrong acceptance ratio (a
-``mutation`` of the core, wrong on purpose) moves the chain to another stationary law and, with
-enough draws, a tiny p-value.
+mutant of ``models.moves_mutants``, wrong on purpose) moves the chain to another stationary law
+and, with enough draws, a tiny p-value.
 
 The thinning makes the recorded states nearly independent: on the instances of ``INSTANCES``
 the autocorrelation time of the state indicators is at most ~16 proposals (lag-50 correlations
@@ -32,7 +32,7 @@ import pandas as pd
 from numba import njit
 from scipy.stats import chisquare
 
-from .models import idepm, moves
+from .models import idepm, moves, moves_mutants
 from .interrupt import deferred_sigint
 
 __all__ = ["INSTANCES", "MUTATIONS", "THIN", "ExactnessTest", "partition_test",
@@ -58,16 +58,11 @@ INSTANCES = {
                np.array([2, 1, 1, 1, 1, 1]), 2, 4),
 }
 
-#: the deliberate errors of ``moves._split_merge_core`` (its ``mutation`` argument)
-MUTATIONS = {
-    "none": 0,
-    # the merge's ratio without the probability of its reverse split, q_SA (or q_scan)
-    "merge_without_reverse_q": 1,
-    # the DEPM's ratio without the label-choice factor ln(T - K+) (a factor 1 when T = 2)
-    "depm_without_label_factor": 2,
-    # a block merge of atoms that share a block evaluated as a customer merge, not rejected
-    "block_merge_not_rejected": 3,
-}
+#: the deliberate errors of ``models.moves_mutants`` by name: 1, the merge's ratio without the
+#: probability of its reverse split, q_SA (or q_scan); 2, the DEPM's ratio without the
+#: label-choice factor ln(T - K+) (a factor 1 when T = 2); 3, a block merge of atoms that share
+#: a block evaluated as a customer merge, not rejected
+MUTATIONS = moves_mutants.MUTATIONS
 
 
 class ExactnessTest(NamedTuple):
@@ -96,14 +91,22 @@ def _chain_codes(rng, rows, cols, offsets, z, I, J, a1, a2, g0, T, n_samples, th
     codes = np.empty(n_samples, np.int64)
     stats = np.zeros(moves.N_STATS, np.int64)
     for it in range(n_samples):
-        if T == 0:
-            z, n_ik, n_jk, n_k, K, st = moves._split_merge_idepm(
+        if T == 0 and mutation == 0:
+            z, n_ik, n_jk, n_k, K, st = moves.split_merge_idepm(
                 rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, thin, n_scans,
-                mutation, units)
-        else:
-            z, n_ik, n_jk, n_k, K, st = moves._split_merge_depm(
+                units)
+        elif T == 0:
+            z, n_ik, n_jk, n_k, K, st = moves_mutants.split_merge_idepm(
+                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, thin, n_scans,
+                units, mutation)
+        elif mutation == 0:
+            z, n_ik, n_jk, n_k, K, st = moves.split_merge_depm(
                 rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, T, thin, n_scans,
-                mutation, units)
+                units)
+        else:
+            z, n_ik, n_jk, n_k, K, st = moves_mutants.split_merge_depm(
+                rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, a1, a2, g0, T, thin, n_scans,
+                units, mutation)
         stats += st
         code = 0
         if T == 0:

@@ -30,7 +30,7 @@ import numpy as np
 
 from .distributions import cepm_grid
 from .interrupt import deferred_sigint
-from .models import gamma_epm, depm, idepm, moves
+from .models import gamma_epm, depm, idepm, moves, moves_mutants
 from .models.common import sample_latent_counts  # noqa: F401  (the m-step the sweeps call)
 
 __all__ = ["prior_draws", "successive_draws", "compare", "STATS"]
@@ -162,7 +162,7 @@ def successive_draws(model, n, *, I=4, J=3, T=3, e0=2.0, f0=2.0, seed=0, a_updat
     the ones outside the mask and the masked entries as missing (their counts drawn from the
     Poisson, not the zero-truncated one);
     ``moves_mutation`` (IDEPM with ``split_merge > 0``; tests and chapter 15 only): run the moves
-    with a deliberately wrong acceptance ratio, the ``mutation`` of ``moves._split_merge_core``
+    with a deliberately wrong acceptance ratio, a mutant of ``models.moves_mutants``
     (1: the merge without its reverse split's probability), to measure the test's power
     against it.
     """
@@ -200,10 +200,10 @@ def _successive_draws(model, n, *, I, J, T, e0, f0, seed, a_update, m_step, spli
                 offsets, z, *counts, _ = idepm.idepm_sweep(rng, rows, cols, offsets, z, *counts, I, J, h,
                                                            e0, f0, m_step == "exact", 1, n_ones)
                 if split_merge and moves_mutation:      # wrong on purpose (see the docstring)
-                    z, *_ = moves._split_merge_idepm(
+                    z, *_ = moves_mutants.split_merge_idepm(
                         rng, rows, cols, offsets, z, *counts, I, J, h[0], h[1], h[2],
                         np.int64(split_merge), np.int64(moves.DEFAULT_N_SCANS),
-                        np.int64(moves_mutation), np.int64(moves.DEFAULT_UNITS))
+                        np.int64(moves.DEFAULT_UNITS), np.int64(moves_mutation))
                 elif split_merge:
                     z, *_ = moves.split_merge_idepm(rng, rows, cols, offsets, z, *counts, I, J,
                                                     h[0], h[1], h[2], split_merge)

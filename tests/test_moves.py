@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from epm_lib import exactness, theory
-from epm_lib.models import idepm, moves
+from epm_lib.models import idepm, moves, moves_mutants
 
 THIN = exactness.THIN  # proposals between recorded states
 N_SAMPLES = 30_000   # recorded states per chain (1.5M proposals)
@@ -225,17 +225,17 @@ def test_customer_index_stays_consistent(T, units):
     """Many accepted moves in one call (blocks rewritten, merged blocks appended, the buffer
     compacted): the index of customers by label still lists exactly the customers of z."""
     rows, cols, offsets, z = _random_state(5, nnz=60, K=3)
-    ci, cj = moves._customer_cells(rows, cols, offsets)
+    cust = moves.customer_cells(rows, cols, offsets, 30, 40)
     M = z.shape[0]
     n_labels = M + 1 if T == 0 else T
     g0 = 3.0
-    log_c1, a_c = (math.log(g0), 0.0) if T == 0 else (math.log(g0 / T), g0 / T)
+    target = (moves.idepm_target(30, 40, 1.0, 1.0, g0) if T == 0 else
+              moves.depm_target(30, 40, 1.0, 1.0, g0, T))
     zz = z.copy()
     n = 3000 if units == CUSTOMER else 9000          # a third of these merges customers
     trace = np.zeros((n, 4))
-    K, st, buf, start, size = moves._split_merge_core(
-        np.random.default_rng(6), ci, cj, zz, n_labels, 30, 40, 30, 40, 1.0, 1.0, log_c1, a_c, T,
-        n, 2, 0, trace, units)
+    K, st, (buf, start, size, *_) = moves.propose_split_merge(
+        np.random.default_rng(6), cust, zz, n_labels, target, n, 2, trace, units)
     assert st[moves.MERGE_ACCEPTED] > 3 * M // 10          # the buffer was compacted
     for k in range(n_labels):
         members = np.sort(buf[start[k]:start[k] + size[k]])
@@ -260,13 +260,13 @@ def test_block_moves_keep_blocks_whole(units):
     every row (column) share an atom; from a random state, no block merge of atoms sharing a
     row (column) is accepted."""
     rows, cols, offsets, _ = _random_state(7, I=12, J=15, nnz=80)
-    ci, cj = moves._customer_cells(rows, cols, offsets)
+    cust = moves.customer_cells(rows, cols, offsets, 12, 15)
     M = int(offsets[-1])
-    key = ci if units == ROW else cj
+    key = cust.row if units == ROW else cust.col
     zz = np.zeros(M, np.int64)
-    K, st, *_ = moves._split_merge_core(np.random.default_rng(8), ci, cj, zz, M + 1, 12, 15, 12, 15,
-                                        0.5, 0.5, math.log(2.0), 0.0, 0, 2000, 1, 0,
-                                        np.empty((0, 3)), units)
+    target = moves.idepm_target(12, 15, 0.5, 0.5, 2.0)
+    K, st, _ = moves.propose_split_merge(np.random.default_rng(8), cust, zz, M + 1, target, 2000, 1,
+                                         np.empty((0, 3)), units)
     us = _unit_stats(st, units)
     assert us[moves.SPLIT_ACCEPTED] > 20 and us[moves.MERGE_ACCEPTED] > 20
     assert us[moves.MERGE_INCONSISTENT] == 0 and K > 1
@@ -279,8 +279,7 @@ def test_block_moves_keep_blocks_whole(units):
     n_rejected = 0
     for _ in range(300):
         before = zz.copy()
-        moves._split_merge_core(rng, ci, cj, zz, M + 1, 12, 15, 12, 15, 0.5, 0.5, math.log(2.0),
-                                0.0, 0, 1, 1, 0, trace, units)
+        moves.propose_split_merge(rng, cust, zz, M + 1, target, 1, 1, trace, units)
         if trace[0, 0] == -np.inf:
             n_rejected += 1
             assert trace[0, 1] == 0 and trace[0, 3] == units
@@ -350,9 +349,9 @@ def test_proposal_trace_explains_each_proposal():
             continue
         assert lr == pytest.approx(lt - lq if t["split"][0] else lq - lt, abs=1e-9)
         # replay the proposal on the same stream: the state it leads to
-        z_new, *_, K, st = moves._split_merge_idepm(
+        z_new, *_, K, st = moves.split_merge_idepm(
             np.random.default_rng(seed), rows, cols, offsets, z, *idepm.seat_counts(rows, cols, offsets, z, I, J, 3),
-            I, J, a1, a2, g0, np.int64(1), np.int64(2), np.int64(0), np.int64(units))
+            I, J, a1, a2, g0, 1, 2, units)
         assert K == t["K"] and np.array_equal(st, t["stats"])
         if K != 3:
             n_changed += 1
@@ -373,3 +372,38 @@ def test_proposal_trace_explains_each_proposal():
         moves.proposal_trace(rows, cols, offsets, z, I, J, a1, a2, g0, units=7)
     with pytest.raises(ValueError, match=">= T"):
         moves.proposal_trace(rows, cols, offsets, z, I, J, a1, a2, g0, T=2)
+
+
+# --------------------------------------------------------------- (f) the mutants' loop
+@pytest.mark.parametrize("units", [CUSTOMER, MIXED])
+@pytest.mark.parametrize("T", [0, 9])
+def test_mutants_run_the_same_steps(T, units):
+    """``moves_mutants`` with nothing swapped (mutation 0) is the library's kernel draw for draw;
+    each named mutant is its mutation; a mutant changes the chain."""
+    rows, cols, offsets, z = _random_state(3, nnz=60, K=3)
+    I, J, a1, a2, g0 = 30, 40, 0.3, 0.6, 2.0
+    counts = idepm.seat_counts(rows, cols, offsets, z, I, J, 3 if T == 0 else T)
+    args = (rows, cols, offsets, z, *counts, I, J, a1, a2, g0) + (() if T == 0 else (T,))
+    exact = moves.split_merge_idepm if T == 0 else moves.split_merge_depm
+    mutant = moves_mutants.split_merge_idepm if T == 0 else moves_mutants.split_merge_depm
+    a = exact(np.random.default_rng(4), *args, 400, 2, units)
+    b = mutant(np.random.default_rng(4), *args, 400, 2, units, 0)
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)
+    c = mutant(np.random.default_rng(4), *args, 400, 2, units, 1)
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c))
+    # the named mutants are the mutations, with the arguments of propose_split_merge
+    cust = moves.customer_cells(rows, cols, offsets, I, J)
+    target = (moves.idepm_target(I, J, a1, a2, g0) if T == 0 else
+              moves.depm_target(I, J, a1, a2, g0, T))
+    n_labels = z.size + 1 if T == 0 else T
+    for mutation, kernel in ((1, moves_mutants.merge_without_reverse_q),
+                             (2, moves_mutants.depm_without_label_factor),
+                             (3, moves_mutants.block_merge_not_rejected)):
+        z1, z2 = z.copy(), z.copy()
+        t1, t2 = np.zeros((50, 6)), np.zeros((50, 6))
+        k1, s1, _ = kernel(np.random.default_rng(5), cust, z1, n_labels, target, 200, 1, t1, units)
+        k2, s2, _ = moves_mutants._propose_mutant(np.random.default_rng(5), cust, z2, n_labels,
+                                                  target, 200, 1, t2, units, mutation)
+        assert k1 == k2 and np.array_equal(s1, s2) and np.array_equal(z1, z2)
+        assert np.array_equal(t1, t2, equal_nan=True)

@@ -537,7 +537,7 @@ def sample_c0_idepm(rng, n_k, active, n_active, gamma0, c0, e0, f0):
 
 
 @njit(cache=True)
-def _active_from_counts(n_k):
+def active_from_counts(n_k):
     Kcap = n_k.shape[0]
     active = np.zeros(Kcap, dtype=np.int64)
     pos = np.full(Kcap, -1, dtype=np.int64)
@@ -723,5 +723,5 @@ def log_joint(offsets, z, n_ik, n_jk, n_k, K, I, J, h, e0, f0):
     return out
 
 
-#: public name of the helper the IDEPM chapter uses
-active_from_counts = _active_from_counts
+#: the former name of ``active_from_counts``
+_active_from_counts = active_from_counts

@@ -139,16 +139,17 @@ sides 0. So the kernel of each (u, s1, s2) is reversible with respect to pi, and
 mixture with state-independent weights (over the anchors, and over the units with
 ``MIXED_UNIT_PROBS``). Each block kernel alone is not irreducible (rows alone, from one atom,
 keep every row's customers in one atom); the customer component and the Gibbs sweep are.
-Forgetting the rejection (e.g. evaluating such a merge as a customer merge, ``mutation=3`` of
-``_split_merge_core``) makes the merge's flow positive and its reverse zero: the enumeration
-tests in ``tests/test_moves.py`` catch it, as they catch a merge without its reverse q.
+Forgetting the rejection (evaluating such a merge as a customer merge,
+``moves_mutants.block_merge_not_rejected``) makes the merge's flow positive and its reverse
+zero: the enumeration tests in ``tests/test_moves.py`` catch it, as they catch a merge without
+its reverse q.
 
 Cost of a block proposal: the customers of S are grouped by row (column) in two passes, with a
 scratch table per row (column) reset on the rows (columns) touched; the allocation and each scan
 take three passes over S (weights, then remove / add), with logarithms per block only. So a
-block proposal is O(|S|) as well; on MovieLens100K it costs about as much per customer of S as a
-customer proposal (``BLOCK_WORK``), and a merge rejected as not block-consistent stops at the
-first shared block.
+block proposal is O(|S|) as well (its work is counted as ``BLOCK_WORK`` times a customer
+proposal's per customer of S), and a merge rejected as not block-consistent stops at the first
+shared block.
 
 Cost. A call builds, in O(M), the row and column of every customer and an index of the
 customers by atom (counting sort into a buffer of 2M slots; a split rewrites its atom's block in
@@ -161,6 +162,35 @@ end of the call (``seat_counts``, O(M + (I + J) K+)). By default (``n_proposals 
 makes proposals until their work, sum |S| (s + 4), reaches ``WORK_PER_SWEEP`` x M K+, about the
 cost of one Gibbs sweep of Eq. (6) (which visits M K+ customer-atom pairs); the number of
 proposals is then random but reproducible.
+
+The code
+--------
+``propose_split_merge`` makes the proposals of one call on labels ``z`` (changed in place);
+``split_merge_idepm`` and ``split_merge_depm`` wrap it for the samplers (a seating and its
+counts in, new labels and counts out). What the kernels share travels as a few namedtuples:
+``Customers`` (the row and column of each customer, ``customer_cells``), ``Target`` (X's
+dimensions, alpha1, alpha2, ln C(1), a_c and T: ``idepm_target``, ``depm_target``),
+``LabelIndex`` (the customers by label, the free labels), ``Weights`` (alpha1, alpha2 and the
+atom factors of (*)), ``SideCounts`` (the two candidate atoms' scratch counts per row and
+column), ``Layout`` (S in proposal order, the side of each customer or block) and ``Blocks``
+(the scratch of block units). A proposal is five steps, each its own kernel:
+
+1. the anchors, ``_choose``: the unit, s1 and s2, split or merge (a ``Proposal``); a split that
+   cannot separate them is "stay" (``_split_impossible``, ``_stay``);
+2. S laid out, ``_lay_out``: its customers in random order (``_lay_out_customers``) or its
+   blocks (``_gather_blocks``); a block merge that is not block-consistent is rejected here
+   (``_reject_inconsistent``);
+3. the proposal and its log ratio, ``_log_ratio``: the sequential allocation, or the launch
+   state and the restricted Gibbs scans (``_customer_log_ratio``, ``_launch_and_scan``,
+   ``_block_log_ratio``, over the passes ``_allocate``, ``_scan``, ``_unwind`` and their block
+   versions ``_ballocate``, ``_bscan``, ``_bunwind``): ln pi(S1) pi(S2)/pi(S1 u S2) and ln q;
+4. the acceptance ratio, ``_log_acceptance``: a split's or a merge's, with the DEPM's label
+   factor;
+5. accept or reject, ``_accepted``, and write an accepted proposal back to z and the index
+   (``_write_back``: ``_take_free_label``, ``_write_split``, ``_write_merge``).
+
+``moves_mutants`` runs the same steps with one swapped for a deliberately wrong one (the checks
+must fail on these), so that the kernel of the samplers tests no flag.
 
 What the moves achieve on real data (acceptance rates, the log ratios of the best splits and merges,
 chains from few and many atoms) is measured in ``benchmarks/move_diagnostics.py`` and shown in
@@ -176,6 +206,7 @@ Tech. Rep. 1086, Univ. Wisconsin; C. Wang, D. M. Blei (2012), NIPS; J. Chang, J.
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -184,7 +215,9 @@ from scipy.special import gammaln
 from .common import seat_counts
 
 __all__ = ["DEFAULT_N_PROPOSALS", "DEFAULT_N_SCANS", "WORK_PER_SWEEP",
-           "split_merge_idepm", "split_merge_depm", "log_seating_target", "proposal_trace", "UNIT_NAMES"]
+           "split_merge_idepm", "split_merge_depm", "propose_split_merge", "customer_cells",
+           "idepm_target", "depm_target", "Customers", "Target", "log_seating_target",
+           "proposal_trace", "UNIT_NAMES"]
 
 #: default number of proposals per call: -1, as many as fit in the work of about one Gibbs sweep
 DEFAULT_N_PROPOSALS = -1
@@ -215,11 +248,69 @@ N_STATS = N_GLOBAL_STATS + 3 * N_UNIT_STATS
 
 
 # ---------------------------------------------------------------------------------------------
+# The structures the kernels pass (namedtuples: numba passes them by value, their arrays by
+# reference, so a kernel that writes into an array of one writes into the caller's)
+# ---------------------------------------------------------------------------------------------
+#: the customers: the row and the column of each (``customer_cells``), and the sizes of the
+#: scratch tables per row and per column (at least one more than the largest row, column)
+Customers = namedtuple("Customers", ["row", "col", "n_rows", "n_cols"])
+#: the target P(z | m, h) of the module docstring: X's dimensions I, J, alpha1, alpha2,
+#: ln C(1), a_c of (*) and T (0: the IDEPM, its atoms unlabelled; T > 0: the DEPM's T
+#: labels); made by ``idepm_target`` and ``depm_target``
+Target = namedtuple("Target", ["I", "J", "alpha1", "alpha2", "log_c1", "a_c", "T"])
+#: what the weights (*) need: alpha1, alpha2, the atom factors g[n] = (a_c + n)/((I a1 + n)
+#: (J a2 + n)) (g[0] = C(1)/(I a1 J a2), so that w_{empty}(B) = pi(B)) and ln pi({s}) =
+#: ln C(1)/(I J), the weight of a new atom
+Weights = namedtuple("Weights", ["alpha1", "alpha2", "g", "log_c1_IJ"])
+#: the two candidate atoms' scratch counts: the customers of S1 per row (r1) and column (c1),
+#: those of S2 (r2, c2); every pass leaves them at zero again
+SideCounts = namedtuple("SideCounts", ["r1", "r2", "c1", "c2"])
+#: S laid out for a proposal: its customers in proposal order, the row and column of each, its
+#: side (0: S1, 1: S2) and, for a merge, its current side (the one the replay must reproduce);
+#: for block units, per block (``Blocks.pos``) the side and the current side
+Layout = namedtuple("Layout", ["order", "row", "col", "side", "cur"])
+#: scratch of block units (empty arrays when no proposal uses blocks): the block of each row
+#: (column), -1 if none; the customers of a block already added, per row (di) and column (dj);
+#: per block its first position in ``Layout`` (``pos``, one more entry for the end), its row or
+#: column (``key``), its count then fill pointer (``cnt``), the random order (``perm``), the
+#: rank of each block in it (``rank``) and a buffer of sides (``tmp``)
+Blocks = namedtuple("Blocks", ["of_row", "of_col", "di", "dj", "pos", "key", "cnt", "perm",
+                               "rank", "tmp"])
+#: the customers by label: those of label k are ``buf[start[k]:start[k] + size[k]]``; the free
+#: (empty) labels ``pool[:n[_FREE]]``, ``ppos`` the position of each in it (-1: in use); ``n``
+#: = [first unused slot of ``buf``, number of free labels, K+]
+LabelIndex = namedtuple("LabelIndex", ["buf", "start", "size", "pool", "ppos", "n"])
+_TAIL, _FREE, _K_PLUS = 0, 1, 2
+#: one proposal: its unit, where its unit's statistics start (``us``), the anchors s1, s2,
+#: their atoms k1, k2 and whether it is a split (k1 = k2)
+Proposal = namedtuple("Proposal", ["unit", "us", "s1", "s2", "k1", "k2", "split"])
+
+_NO = np.bool_(False)     # (not the literal False: one compiled version of each pass)
+
+
+@njit(cache=True)
+def idepm_target(I, J, alpha1, alpha2, gamma0):
+    """The ``Target`` of the IDEPM's moves: C(n) = gamma0 G(n), so ln C(1) = ln gamma0, a_c = 0."""
+    return Target(np.float64(I), np.float64(J), np.float64(alpha1), np.float64(alpha2),
+                  math.log(gamma0), 0.0, np.int64(0))
+
+
+@njit(cache=True)
+def depm_target(I, J, alpha1, alpha2, gamma0, T):
+    """The ``Target`` of the truncated DEPM's moves, T labels: C(n) = G(a + n)/G(a), a = gamma0/T."""
+    a = gamma0 / T
+    return Target(np.float64(I), np.float64(J), np.float64(alpha1), np.float64(alpha2),
+                  math.log(a), np.float64(a), np.int64(T))
+
+
+# ---------------------------------------------------------------------------------------------
 # Index of the customers by atom
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True)
-def _customer_cells(rows, cols, offsets):
-    """Row and column of every customer."""
+def customer_cells(rows, cols, offsets, n_rows, n_cols):
+    """The ``Customers`` of a seating: the row and column of every customer (those of entry e
+    are ``offsets[e]:offsets[e+1]``), with ``n_rows``, ``n_cols`` the sizes of the scratch tables
+    (at least one more than the largest row and column; e.g. I and J)."""
     M = offsets[rows.shape[0]]
     ci = np.empty(M, np.int64)
     cj = np.empty(M, np.int64)
@@ -227,14 +318,14 @@ def _customer_cells(rows, cols, offsets):
         for s in range(offsets[e], offsets[e + 1]):
             ci[s] = rows[e]
             cj[s] = cols[e]
-    return ci, cj
+    return Customers(ci, cj, np.int64(n_rows), np.int64(n_cols))
 
 
 @njit(cache=True)
 def _build_index(z, n_labels):
-    """Counting sort of the customers by label: the customers of label k are
-    ``buf[start[k]:start[k] + size[k]]``; ``buf`` has room for 2M + 2 entries. Returns
-    ``(buf, start, size, tail)``, tail the first unused slot."""
+    """The ``LabelIndex`` of the labels ``z`` (``0..n_labels-1``): a counting sort of the
+    customers by label into a buffer with room for 2M + 2 entries, and the pool of empty labels
+    (in decreasing order, so that the IDEPM takes the smallest first)."""
     M = z.shape[0]
     size = np.zeros(n_labels, np.int64)
     for s in range(M):
@@ -250,7 +341,19 @@ def _build_index(z, n_labels):
         k = z[s]
         buf[fill[k]] = s
         fill[k] += 1
-    return buf, start, size, M
+    pool = np.empty(n_labels, np.int64)
+    ppos = np.full(n_labels, -1, np.int64)
+    n_pool = 0
+    for k in range(n_labels - 1, -1, -1):
+        if size[k] == 0:
+            pool[n_pool] = k
+            ppos[k] = n_pool
+            n_pool += 1
+    n = np.empty(3, np.int64)
+    n[_TAIL] = M
+    n[_FREE] = n_pool
+    n[_K_PLUS] = n_labels - n_pool
+    return LabelIndex(buf, start, size, pool, ppos, n)
 
 
 @njit(cache=True)
@@ -271,7 +374,7 @@ def _compact(buf, start, size):
 
 
 # ---------------------------------------------------------------------------------------------
-# The passes over the customers of S (scratch counts c1*, c2* of S1 and S2 per row and column)
+# The passes over the customers of S (scratch counts of S1 and S2 per row and column)
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True)
 def _atom_factor_table(n_max, a_c, Ia1, Ja2):
@@ -280,6 +383,16 @@ def _atom_factor_table(n_max, a_c, Ia1, Ja2):
     for n in range(n_max + 1):
         g[n] = (a_c + n) / ((Ia1 + n) * (Ja2 + n))
     return g
+
+
+@njit(cache=True)
+def _weights(target, M):
+    """The ``Weights`` of ``target`` for up to M customers in an atom."""
+    I, J, alpha1, alpha2 = target.I, target.J, target.alpha1, target.alpha2
+    g = _atom_factor_table(M + 1, target.a_c, I * alpha1, J * alpha2)
+    # g[0] (never used by the customer passes): C(1)/(I a1 J a2), so that w_{empty}(B) = pi(B)
+    g[0] = math.exp(target.log_c1) / (I * alpha1 * J * alpha2)
+    return Weights(alpha1, alpha2, g, target.log_c1 - math.log(I) - math.log(J))
 
 
 # Products of many weights are kept as a double and a log: the double is folded into the log
@@ -292,11 +405,14 @@ def _fold(x, log_x):
 
 
 @njit(cache=True)
-def _allocate(rng, oi, oj, m, side, forced, c1i, c2i, c1j, c2j, alpha1, alpha2, g, want_q):
-    """Sequential allocation of the customers ``0..m-1`` of S (rows ``oi``, columns ``oj``) to S1
-    or S2, whose counts hold the anchors only. ``forced``: the sides are read from ``side``
+def _allocate(rng, lay, m, forced, cnt, w, want_q):
+    """Sequential allocation of the customers ``0..m-1`` of S (``lay``) to S1 or S2, whose
+    counts ``cnt`` hold the anchors only. ``forced``: the sides are read from ``lay.side``
     (replay); else drawn and written there. Returns ``(ln prod (w_S1 + w_S2)/w_S12, ln q_SA, n1,
     n2)``, ln q_SA only if ``want_q``; the counts are left those of S1 and S2."""
+    oi, oj, side = lay.row, lay.col, lay.side
+    c1i, c2i, c1j, c2j = cnt.r1, cnt.r2, cnt.c1, cnt.c2
+    alpha1, alpha2, g = w.alpha1, w.alpha2, w.g
     n1 = 1
     n2 = 1
     p_sum, l_sum = 1.0, 0.0        # prod (w_S1 + w_S2)
@@ -340,11 +456,15 @@ def _allocate(rng, oi, oj, m, side, forced, c1i, c2i, c1j, c2j, alpha1, alpha2, 
 
 
 @njit(cache=True)
-def _scan(rng, oi, oj, m, side, target, forced, n1, n2, c1i, c2i, c1j, c2j, alpha1, alpha2, g):
+def _scan(rng, lay, m, forced, n1, n2, cnt, w):
     """One restricted Gibbs scan (Jain & Neal 2004): each customer ``t = 0..m-1`` of S in turn
     leaves its side and is put in S1 or S2 with probability proportional to w_S1, w_S2 of (*)
-    (the anchors never move); ``forced``: it is put at ``target[t]`` instead. Updates ``side``
-    and the counts; returns ``(ln q, n1, n2)``, q the probability of the scan's outcome."""
+    (the anchors never move); ``forced``: it is put at ``lay.cur[t]`` instead. Updates
+    ``lay.side`` and the counts; returns ``(ln q, n1, n2)``, q the probability of the scan's
+    outcome."""
+    oi, oj, side, target = lay.row, lay.col, lay.side, lay.cur
+    c1i, c2i, c1j, c2j = cnt.r1, cnt.r2, cnt.c1, cnt.c2
+    alpha1, alpha2, g = w.alpha1, w.alpha2, w.g
     p_ch, l_ch = 1.0, 0.0
     p_sum, l_sum = 1.0, 0.0
     for t in range(m):
@@ -384,10 +504,13 @@ def _scan(rng, oi, oj, m, side, target, forced, n1, n2, c1i, c2i, c1j, c2j, alph
 
 
 @njit(cache=True)
-def _unwind(oi, oj, m, side, n1, n2, c1i, c2i, c1j, c2j, alpha1, alpha2, g):
+def _unwind(lay, m, n1, n2, cnt, w):
     """Remove the customers ``m-1..0`` of S from their sides (the counts are left holding the
     anchors only) and return sum ln(w_side/w_S12), so that, by (*),
     ln pi(S1) pi(S2)/pi(S1 u S2) = ln pi({s2}) - ln w_{s1}(s2) + the returned sum."""
+    oi, oj, side = lay.row, lay.col, lay.side
+    c1i, c2i, c1j, c2j = cnt.r1, cnt.r2, cnt.c1, cnt.c2
+    alpha1, alpha2, g = w.alpha1, w.alpha2, w.g
     p_s, l_s = 1.0, 0.0
     p_12, l_12 = 1.0, 0.0
     for t in range(m - 1, -1, -1):
@@ -413,14 +536,18 @@ def _unwind(oi, oj, m, side, n1, n2, c1i, c2i, c1j, c2j, alpha1, alpha2, g):
 # Block units: the customers of S grouped by row (or column); the passes move whole blocks
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True)
-def _gather_blocks(rng, key, blk, buf, start, size, k1, k2, split, s1, s2, ci, cj, order, oi, oj,
-                   bpos, bcur, bkey, bcnt, bperm, brank, btmp):
-    """Group the customers of S = S_k1 (u S_k2) by ``key`` (their row or column; ``blk``: -1 for
-    every key, left so) into blocks laid out in ``order``/``oi``/``oj``: the anchors' blocks at
-    positions 0 (s1's) and 1 (s2's), then the others in uniformly random order; block t is
-    ``bpos[t]:bpos[t + 1]``, ``bcur[t]`` its atom's side (0: k1, 1: k2) for a merge. Returns
-    the number of blocks, or -1 if S is not block-consistent (a block with customers in both
-    atoms; only for a merge). O(|S|)."""
+def _gather_blocks(rng, key, blk, index, prop, cust, lay, bl):
+    """Group the customers of S = S_k1 (u S_k2) (the atoms of ``prop``) by ``key`` (their row or
+    column; ``blk``, ``bl.of_row`` or ``bl.of_col``: -1 for every key, left so) into blocks laid
+    out in ``lay``: the anchors' blocks at positions 0 (s1's) and 1 (s2's), then the others in
+    uniformly random order; block t is ``bl.pos[t]:bl.pos[t + 1]``, ``lay.cur[t]`` its atom's
+    side (0: k1, 1: k2) for a merge. Returns the number of blocks, or -1 if S is not
+    block-consistent (a block with customers in both atoms; only for a merge). O(|S|)."""
+    buf, start, size = index.buf, index.start, index.size
+    k1, k2, split, s1, s2 = prop.k1, prop.k2, prop.split, prop.s1, prop.s2
+    ci, cj = cust.row, cust.col
+    order, oi, oj, bcur = lay.order, lay.row, lay.col, lay.cur
+    bpos, bkey, bcnt, bperm, brank, btmp = bl.pos, bl.key, bl.cnt, bl.perm, bl.rank, bl.tmp
     nb = 0
     for q in range(1 if split else 2):   # the customers of k1, then (merge) those of k2
         kq = k1 if q == 0 else k2
@@ -485,10 +612,14 @@ def _gather_blocks(rng, key, blk, buf, start, size, k1, k2, split, s1, s2, ci, c
 
 
 @njit(cache=True)
-def _bweights(oi, oj, a, b, n1, n2, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2, g):
+def _bweights(lay, a, b, n1, n2, cnt, bl, w):
     """ln w_S1(B), ln w_S2(B), ln w_S12(B) of the block B = customers ``a..b-1``: the products of
-    (*) over its customers added one after the other (``di``, ``dj`` count those already added;
-    they are left dirty: ``_badd`` resets them, or the caller). O(|B|)."""
+    (*) over its customers added one after the other (``bl.di``, ``bl.dj`` count those already
+    added; they are left dirty: ``_badd`` resets them, or the caller). O(|B|)."""
+    oi, oj = lay.row, lay.col
+    c1i, c2i, c1j, c2j = cnt.r1, cnt.r2, cnt.c1, cnt.c2
+    di, dj = bl.di, bl.dj
+    alpha1, alpha2, g = w.alpha1, w.alpha2, w.g
     p1, l1 = 1.0, 0.0
     p2, l2 = 1.0, 0.0
     p12, l12 = 1.0, 0.0
@@ -510,9 +641,10 @@ def _bweights(oi, oj, a, b, n1, n2, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2, 
 
 
 @njit(cache=True)
-def _badd(oi, oj, a, b, ci_, cj_, di, dj, d):
-    """Add (d = 1) or remove (d = -1) the block ``a..b-1`` to/from the counts ``ci_``, ``cj_``,
-    and reset ``di``, ``dj`` on its rows and columns."""
+def _badd(lay, a, b, ci_, cj_, bl, d):
+    """Add (d = 1) or remove (d = -1) the block ``a..b-1`` to/from the counts ``ci_``, ``cj_`` (of
+    S1 or S2), and reset ``bl.di``, ``bl.dj`` on its rows and columns."""
+    oi, oj, di, dj = lay.row, lay.col, bl.di, bl.dj
     for t in range(a, b):
         i = oi[t]
         j = oj[t]
@@ -530,24 +662,24 @@ def _logaddexp(x, y):
 
 
 @njit(cache=True)
-def _bseed(oi, oj, bpos, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2, g):
+def _bseed(lay, cnt, bl, w):
     """Put the anchors' blocks B1 (position 0) in S1 and B2 (position 1) in S2; returns
     ln pi(B1) pi(B2)/pi(B1 u B2) = ln pi(B2) - ln w_B1(B2) (g[0] = C(1)/(I a1 J a2), so that
     w_{empty}(B) = pi(B))."""
-    _badd(oi, oj, bpos[0], bpos[1], c1i, c1j, di, dj, 1.0)
+    bpos = bl.pos
+    _badd(lay, bpos[0], bpos[1], cnt.r1, cnt.c1, bl, 1.0)
     n1 = bpos[1] - bpos[0]
-    lw1, lw2, _ = _bweights(oi, oj, bpos[1], bpos[2], n1, np.int64(0), c1i, c2i, c1j, c2j, di,
-                            dj, alpha1, alpha2, g)
-    _badd(oi, oj, bpos[1], bpos[2], c2i, c2j, di, dj, 1.0)
+    lw1, lw2, _ = _bweights(lay, bpos[1], bpos[2], n1, np.int64(0), cnt, bl, w)
+    _badd(lay, bpos[1], bpos[2], cnt.r2, cnt.c2, bl, 1.0)
     return lw2 - lw1
 
 
 @njit(cache=True)
-def _ballocate(rng, oi, oj, bpos, nb, side, forced, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2,
-               g):
+def _ballocate(rng, lay, nb, forced, cnt, bl, w):
     """Sequential allocation of the blocks 2..nb-1 (after ``_bseed``) to S1 or S2 with
-    probabilities proportional to w_S1(B), w_S2(B); ``forced``: replay ``side``. Returns
+    probabilities proportional to w_S1(B), w_S2(B); ``forced``: replay ``lay.side``. Returns
     ``(ln prod w_chosen/w_S12, ln q_SA, n1, n2)``."""
+    side, bpos = lay.side, bl.pos
     n1 = bpos[1] - bpos[0]
     n2 = bpos[2] - bpos[1]
     lpi = 0.0
@@ -555,8 +687,7 @@ def _ballocate(rng, oi, oj, bpos, nb, side, forced, c1i, c2i, c1j, c2j, di, dj, 
     for t in range(2, nb):
         a = bpos[t]
         b = bpos[t + 1]
-        lw1, lw2, lw12 = _bweights(oi, oj, a, b, n1, n2, c1i, c2i, c1j, c2j, di, dj,
-                                   alpha1, alpha2, g)
+        lw1, lw2, lw12 = _bweights(lay, a, b, n1, n2, cnt, bl, w)
         lse = _logaddexp(lw1, lw2)
         if forced:
             to2 = side[t] == 1
@@ -566,33 +697,32 @@ def _ballocate(rng, oi, oj, bpos, nb, side, forced, c1i, c2i, c1j, c2j, di, dj, 
         if to2:
             lpi += lw2 - lw12
             lq += lw2 - lse
-            _badd(oi, oj, a, b, c2i, c2j, di, dj, 1.0)
+            _badd(lay, a, b, cnt.r2, cnt.c2, bl, 1.0)
             n2 += b - a
         else:
             lpi += lw1 - lw12
             lq += lw1 - lse
-            _badd(oi, oj, a, b, c1i, c1j, di, dj, 1.0)
+            _badd(lay, a, b, cnt.r1, cnt.c1, bl, 1.0)
             n1 += b - a
     return lpi, lq, n1, n2
 
 
 @njit(cache=True)
-def _bscan(rng, oi, oj, bpos, nb, side, target, forced, n1, n2, c1i, c2i, c1j, c2j, di, dj,
-           alpha1, alpha2, g):
+def _bscan(rng, lay, nb, forced, n1, n2, cnt, bl, w):
     """One restricted Gibbs scan over the blocks 2..nb-1 (the anchors' blocks stay put); as
     ``_scan``. Returns ``(ln q, n1, n2)``."""
+    side, target, bpos = lay.side, lay.cur, bl.pos
     lq = 0.0
     for t in range(2, nb):
         a = bpos[t]
         b = bpos[t + 1]
         if side[t] == 1:
-            _badd(oi, oj, a, b, c2i, c2j, di, dj, -1.0)
+            _badd(lay, a, b, cnt.r2, cnt.c2, bl, -1.0)
             n2 -= b - a
         else:
-            _badd(oi, oj, a, b, c1i, c1j, di, dj, -1.0)
+            _badd(lay, a, b, cnt.r1, cnt.c1, bl, -1.0)
             n1 -= b - a
-        lw1, lw2, _ = _bweights(oi, oj, a, b, n1, n2, c1i, c2i, c1j, c2j, di, dj,
-                                alpha1, alpha2, g)
+        lw1, lw2, _ = _bweights(lay, a, b, n1, n2, cnt, bl, w)
         lse = _logaddexp(lw1, lw2)
         if forced:
             to2 = target[t] == 1
@@ -601,134 +731,480 @@ def _bscan(rng, oi, oj, bpos, nb, side, target, forced, n1, n2, c1i, c2i, c1j, c
         if to2:
             lq += lw2 - lse
             side[t] = 1
-            _badd(oi, oj, a, b, c2i, c2j, di, dj, 1.0)
+            _badd(lay, a, b, cnt.r2, cnt.c2, bl, 1.0)
             n2 += b - a
         else:
             lq += lw1 - lse
             side[t] = 0
-            _badd(oi, oj, a, b, c1i, c1j, di, dj, 1.0)
+            _badd(lay, a, b, cnt.r1, cnt.c1, bl, 1.0)
             n1 += b - a
     return lq, n1, n2
 
 
 @njit(cache=True)
-def _bunwind(oi, oj, bpos, nb, side, n1, n2, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2, g):
+def _bunwind(lay, nb, n1, n2, cnt, bl, w):
     """Remove the blocks nb-1..2 and then the anchors' blocks (the counts are left at zero);
     returns sum ln(w_side(B)/w_S12(B)) over the blocks 2..nb-1, so that
     ln pi(S1) pi(S2)/pi(S1 u S2) = (``_bseed``'s value) + the returned sum."""
+    oi, oj, side, bpos, di, dj = lay.row, lay.col, lay.side, bl.pos, bl.di, bl.dj
     out = 0.0
     for t in range(nb - 1, 1, -1):
         a = bpos[t]
         b = bpos[t + 1]
         if side[t] == 1:
-            _badd(oi, oj, a, b, c2i, c2j, di, dj, -1.0)
+            _badd(lay, a, b, cnt.r2, cnt.c2, bl, -1.0)
             n2 -= b - a
         else:
-            _badd(oi, oj, a, b, c1i, c1j, di, dj, -1.0)
+            _badd(lay, a, b, cnt.r1, cnt.c1, bl, -1.0)
             n1 -= b - a
-        lw1, lw2, lw12 = _bweights(oi, oj, a, b, n1, n2, c1i, c2i, c1j, c2j, di, dj,
-                                   alpha1, alpha2, g)
+        lw1, lw2, lw12 = _bweights(lay, a, b, n1, n2, cnt, bl, w)
         out += (lw2 if side[t] == 1 else lw1) - lw12
         for u in range(a, b):
             di[oi[u]] = 0.0
             dj[oj[u]] = 0.0
-    _badd(oi, oj, bpos[0], bpos[1], c1i, c1j, di, dj, -1.0)
-    _badd(oi, oj, bpos[1], bpos[2], c2i, c2j, di, dj, -1.0)
+    _badd(lay, bpos[0], bpos[1], cnt.r1, cnt.c1, bl, -1.0)
+    _badd(lay, bpos[1], bpos[2], cnt.r2, cnt.c2, bl, -1.0)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The steps of a proposal
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _unit_probs(units):
+    """(p_row, p_col) of a proposal's unit: 0 or 1 for a fixed unit, ``MIXED_UNIT_PROBS``
+    for ``UNITS_MIXED``."""
+    if units == UNIT_CUSTOMER:
+        return 0.0, 0.0
+    if units == UNIT_ROW:
+        return 1.0, 0.0
+    if units == UNIT_COLUMN:
+        return 0.0, 1.0
+    return MIXED_UNIT_PROBS[1], MIXED_UNIT_PROBS[2]
+
+
+@njit(cache=True)
+def _scratch(cust, M, blocks):
+    """The scratch of a call: the two sides' counts, the layout of S (room for M customers) and,
+    if some proposal may use ``blocks``, the blocks' tables (else empty ones)."""
+    cnt = SideCounts(np.zeros(cust.n_rows), np.zeros(cust.n_rows), np.zeros(cust.n_cols),
+                     np.zeros(cust.n_cols))
+    lay = Layout(np.empty(M, np.int64), np.empty(M, np.int64), np.empty(M, np.int64),
+                 np.empty(M, np.int8), np.empty(M, np.int8))
+    if blocks:
+        bl = Blocks(np.full(cust.n_rows, -1, np.int64), np.full(cust.n_cols, -1, np.int64),
+                    np.zeros(cust.n_rows), np.zeros(cust.n_cols), np.empty(M + 1, np.int64),
+                    np.empty(M, np.int64), np.empty(M, np.int64), np.empty(M, np.int64),
+                    np.empty(M, np.int64), np.empty(M, np.int8))
+    else:
+        none = np.empty(0, np.int64)
+        bl = Blocks(none, none, np.empty(0), np.empty(0), none, none, none, none, none,
+                    np.empty(0, np.int8))
+    return cnt, lay, bl
+
+
+@njit(cache=True)
+def _choose(rng, z, units, p_row, p_col, stats):
+    """Choose the anchors: the unit (drawn independently of the state, only with
+    ``UNITS_MIXED``), then two distinct customers s1, s2 uniformly; a split if they share an
+    atom, else a merge (counted as proposed in ``stats``). Returns the ``Proposal``."""
+    M = z.shape[0]
+    unit = units
+    if units == UNITS_MIXED:
+        uu = rng.random()
+        unit = UNIT_ROW if uu < p_row else (UNIT_COLUMN if uu < p_row + p_col else
+                                            UNIT_CUSTOMER)
+    us = N_GLOBAL_STATS + N_UNIT_STATS * unit       # this unit's statistics
+    s1 = int(rng.random() * M)
+    if s1 >= M:
+        s1 = M - 1
+    s2 = int(rng.random() * (M - 1))
+    if s2 >= M - 1:
+        s2 = M - 2
+    if s2 >= s1:
+        s2 += 1
+    k1 = z[s1]
+    k2 = z[s2]
+    split = k1 == k2
+    x = SPLIT_PROPOSED if split else MERGE_PROPOSED
+    stats[x] += 1
+    stats[us + x] += 1
+    return Proposal(unit, us, s1, s2, k1, k2, split)
+
+
+@njit(cache=True)
+def _split_impossible(prop, cust, index):
+    """Whether no split can separate the anchors: the DEPM with K+ = T (the IDEPM always has a
+    free label), or the anchors in one block."""
+    if not prop.split:
+        return False
+    same_block = ((prop.unit == UNIT_ROW and cust.row[prop.s1] == cust.row[prop.s2])
+                  or (prop.unit == UNIT_COLUMN and cust.col[prop.s1] == cust.col[prop.s2]))
+    return index.n[_FREE] == 0 or same_block
+
+
+@njit(cache=True)
+def _stay(prop, index, stats, trace, it):
+    """The proposal is "stay" (``_split_impossible``): counted, traced; returns its work."""
+    if index.n[_FREE] == 0:
+        stats[SPLIT_BLOCKED] += 1
+    stats[prop.us + SPLIT_IMPOSSIBLE] += 1
+    if it < trace.shape[0]:
+        trace[it, 0] = np.nan
+        trace[it, 1] = 1.0
+        trace[it, 2] = index.size[prop.k1]
+    return 2
+
+
+@njit(cache=True)
+def _reject_inconsistent(prop, index, stats, trace, it):
+    """A block merge of atoms that share a block: rejected (its reverse split has probability
+    0); counted, traced; returns its work."""
+    stats[prop.us + MERGE_INCONSISTENT] += 1
+    n = index.size[prop.k1] + index.size[prop.k2]
+    if it < trace.shape[0]:
+        trace[it, 0] = -np.inf
+        trace[it, 1] = 0.0
+        trace[it, 2] = n
+    return n
+
+
+@njit(cache=True)
+def _lay_out_customers(rng, prop, z, cust, index, lay):
+    """S for customer units: the customers of the atom(s) other than the anchors, in uniformly
+    random order (inside-out shuffle), with their rows, columns and (merge) current sides.
+    Returns their number m."""
+    buf, start, size = index.buf, index.start, index.size
+    order = lay.order
+    k1, k2, s1, s2, split = prop.k1, prop.k2, prop.s1, prop.s2, prop.split
+    m = np.int64(0)
+    st = start[k1]
+    for p in range(st, st + size[k1]):
+        c = buf[p]
+        if c != s1 and c != s2:
+            u = int(rng.random() * (m + 1))
+            if u > m:
+                u = m
+            order[m] = order[u]
+            order[u] = c
+            m += 1
+    if not split:
+        st = start[k2]
+        for p in range(st, st + size[k2]):
+            c = buf[p]
+            if c != s2:
+                u = int(rng.random() * (m + 1))
+                if u > m:
+                    u = m
+                order[m] = order[u]
+                order[u] = c
+                m += 1
+    for t in range(m):
+        c = order[t]
+        lay.row[t] = cust.row[c]
+        lay.col[t] = cust.col[c]
+        if not split:
+            lay.cur[t] = 1 if z[c] == k2 else 0
+    return m
+
+
+@njit(cache=True)
+def _lay_out(rng, prop, z, cust, index, lay, bl):
+    """S laid out in ``lay`` for the proposal's unit: the number m of customers other than the
+    anchors (customer units) or the number of blocks (block units; -1: a merge of atoms that
+    share a block)."""
+    if prop.unit == UNIT_CUSTOMER:
+        return _lay_out_customers(rng, prop, z, cust, index, lay)
+    if prop.unit == UNIT_ROW:
+        return _gather_blocks(rng, cust.row, bl.of_row, index, prop, cust, lay, bl)
+    return _gather_blocks(rng, cust.col, bl.of_col, index, prop, cust, lay, bl)
+
+
+@njit(cache=True)
+def _launch_and_scan(rng, lay, m, n_scans, forced, cnt, w):
+    """Restricted Gibbs scans (customers): the launch, a sequential allocation and n_scans - 1
+    scans (drawn, for a merge as for a split), then the proposal's scan (replayed with
+    ``forced``). Returns ``(ln q_scan, n1, n2)``."""
+    _, _, n1, n2 = _allocate(rng, lay, m, _NO, cnt, w, _NO)
+    for _s in range(n_scans - 1):
+        _, n1, n2 = _scan(rng, lay, m, _NO, n1, n2, cnt, w)
+    return _scan(rng, lay, m, forced, n1, n2, cnt, w)
+
+
+@njit(cache=True)
+def _customer_log_ratio(rng, prop, m, n_scans, want_q, cust, lay, cnt, w):
+    """The proposal of customer units and its log ratio: the split drawn (or, for a merge,
+    replayed) by the sequential allocation (``n_scans = 0``, (**)) or by restricted Gibbs scans.
+    Returns ``(ln r, ln pi, ln q)``: ln r = ln pi - ln q, ln pi = ln pi(S1) pi(S2)/pi(S1 u S2),
+    ln q that of the split (computed for ``n_scans = 0`` only if ``want_q``; ln r does not need
+    it). The scratch counts are left at zero."""
+    split = prop.split
+    i1 = cust.row[prop.s1]
+    j1 = cust.col[prop.s1]
+    i2 = cust.row[prop.s2]
+    j2 = cust.col[prop.s2]
+    cnt.r1[i1] += 1.0
+    cnt.c1[j1] += 1.0
+    cnt.r2[i2] += 1.0
+    cnt.c2[j2] += 1.0
+    w_first = (w.g[1] * (w.alpha1 + (1.0 if i1 == i2 else 0.0))
+               * (w.alpha2 + (1.0 if j1 == j2 else 0.0)))
+    log_r = w.log_c1_IJ - math.log(w_first)
+    if n_scans == 0:
+        if not split:
+            lay.side[:m] = lay.cur[:m]
+        lsum, log_q, n1, n2 = _allocate(rng, lay, m, not split, cnt, w, want_q)
+        log_r += lsum                       # = ln pi(S1)pi(S2)/pi(S) - ln q_SA
+        log_pi = log_r + log_q
+        for t in range(m):
+            cnt.r1[lay.row[t]] = 0.0
+            cnt.r2[lay.row[t]] = 0.0
+            cnt.c1[lay.col[t]] = 0.0
+            cnt.c2[lay.col[t]] = 0.0
+    else:
+        log_q, n1, n2 = _launch_and_scan(rng, lay, m, n_scans, not split, cnt, w)
+        log_pi = log_r + _unwind(lay, m, n1, n2, cnt, w)
+        log_r = log_pi - log_q
+    cnt.r1[i1] = 0.0
+    cnt.c1[j1] = 0.0
+    cnt.r2[i2] = 0.0
+    cnt.c2[j2] = 0.0
+    return log_r, log_pi, log_q
+
+
+@njit(cache=True)
+def _block_log_ratio(rng, split, nb, n_scans, lay, cnt, bl, w):
+    """The same for block units, (***): the anchors' blocks seeded, then the sequential
+    allocation of the blocks 2..nb-1 or the launch and the scans. Returns ``(ln r, ln pi,
+    ln q)``; the scratch counts are left at zero."""
+    log_r = _bseed(lay, cnt, bl, w)
+    if n_scans == 0:
+        if not split:
+            lay.side[:nb] = lay.cur[:nb]
+        lpi, log_q, n1, n2 = _ballocate(rng, lay, nb, not split, cnt, bl, w)
+    else:
+        _, _, n1, n2 = _ballocate(rng, lay, nb, _NO, cnt, bl, w)
+        for _s in range(n_scans - 1):
+            _, n1, n2 = _bscan(rng, lay, nb, _NO, n1, n2, cnt, bl, w)
+        log_q, n1, n2 = _bscan(rng, lay, nb, not split, n1, n2, cnt, bl, w)
+    lpi = _bunwind(lay, nb, n1, n2, cnt, bl, w)
+    log_pi = log_r + lpi
+    return log_pi - log_q, log_pi, log_q
+
+
+@njit(cache=True)
+def _log_ratio(rng, prop, n, n_scans, want_q, cust, lay, cnt, bl, w):
+    """The proposal's split (drawn, or replayed for a merge) and its log ratio, for the
+    proposal's unit (``n`` from ``_lay_out``). Returns ``(|S|, work, ln r, ln pi, ln q)``:
+    ln r = ln pi(split)/pi(merged) - ln q(split)."""
+    if prop.unit == UNIT_CUSTOMER:
+        log_r, log_pi, log_q = _customer_log_ratio(rng, prop, n, n_scans, want_q, cust, lay,
+                                                   cnt, w)
+        return n + 2, float((n + 2) * (n_scans + 4)), log_r, log_pi, log_q
+    size_S = bl.pos[n]
+    log_r, log_pi, log_q = _block_log_ratio(rng, prop.split, n, n_scans, lay, cnt, bl, w)
+    return size_S, BLOCK_WORK * size_S * (n_scans + 4), log_r, log_pi, log_q
+
+
+@njit(cache=True)
+def _log_acceptance(split, log_r, log_pi, T, n_free):
+    """ln of the Metropolis-Hastings ratio: ln r for a split, -ln r for a merge, with the DEPM's
+    label factor (T > 0): + ln(T - K+) for a split, - ln(T - K+ + 1) for a merge (``n_free`` =
+    T - K+). (``log_pi`` is not needed: the deliberately wrong ratios of ``moves_mutants`` use
+    it.)"""
+    if split:
+        log_a = log_r
+        if T > 0:
+            log_a += math.log(n_free)
+    else:
+        log_a = -log_r
+        if T > 0:
+            log_a -= math.log(n_free + 1)
+    return log_a
+
+
+@njit(cache=True)
+def _record(trace, it, log_a, split, size_S, log_pi, log_q):
+    """Row ``it`` of ``trace`` (if it has one): ln of the acceptance ratio, split or merge, |S|
+    and, with 6 columns, ln pi(S1) pi(S2)/pi(S1 u S2) and ln q."""
+    if it < trace.shape[0]:
+        trace[it, 0] = log_a
+        trace[it, 1] = 1.0 if split else 0.0
+        trace[it, 2] = size_S
+        if trace.shape[1] > 5:
+            trace[it, 4] = log_pi
+            trace[it, 5] = log_q
+
+
+@njit(cache=True)
+def _accepted(rng, log_a):
+    """Accept with probability min(1, exp(log_a)) (no draw when log_a >= 0)."""
+    return log_a >= 0.0 or math.log(rng.random()) < log_a
+
+
+@njit(cache=True)
+def _take_free_label(rng, index, T):
+    """A label for S2: the last free one (the IDEPM: the smallest free label, or the one freed
+    last) or one drawn uniformly among the T - K+ free ones (the DEPM); removed from the pool."""
+    pool, ppos, n = index.pool, index.ppos, index.n
+    n_pool = n[_FREE]
+    if T > 0:
+        p = int(rng.random() * n_pool)
+        if p >= n_pool:
+            p = n_pool - 1
+    else:
+        p = n_pool - 1
+    lab = pool[p]
+    last = pool[n_pool - 1]
+    pool[p] = last
+    ppos[last] = p
+    ppos[lab] = -1
+    n[_FREE] = n_pool - 1
+    n[_K_PLUS] += 1
+    return lab
+
+
+@njit(cache=True)
+def _write_split(prop, n, lab, z, index, lay, bl):
+    """Write an accepted split: the block of k1 in ``index.buf`` rewritten in place, S1 first
+    (keeps k1), then S2 (the new label ``lab``, also in ``z``)."""
+    buf, start, size = index.buf, index.start, index.size
+    order, side = lay.order, lay.side
+    k1 = prop.k1
+    st = start[k1]
+    q = st
+    if prop.unit == UNIT_CUSTOMER:
+        m = n
+        buf[q] = prop.s1
+        q += 1
+        for t in range(m):
+            if side[t] == 0:
+                buf[q] = order[t]
+                q += 1
+        size[k1] = q - st
+        start[lab] = q
+        buf[q] = prop.s2
+        z[prop.s2] = lab
+        q += 1
+        for t in range(m):
+            if side[t] == 1:
+                c = order[t]
+                buf[q] = c
+                z[c] = lab
+                q += 1
+    else:
+        nb = n
+        bpos = bl.pos
+        side[0] = 0
+        side[1] = 1
+        for t in range(nb):
+            if side[t] == 0:
+                for p in range(bpos[t], bpos[t + 1]):
+                    buf[q] = order[p]
+                    q += 1
+        size[k1] = q - st
+        start[lab] = q
+        for t in range(nb):
+            if side[t] == 1:
+                for p in range(bpos[t], bpos[t + 1]):
+                    c = order[p]
+                    buf[q] = c
+                    z[c] = lab
+                    q += 1
+    size[lab] = q - start[lab]
+
+
+@njit(cache=True)
+def _write_merge(prop, z, index):
+    """Write an accepted merge: the customers of k1 and k2 appended to ``index.buf`` as k1's
+    block (compacting the buffer when full), k2 freed."""
+    buf, start, size, n = index.buf, index.start, index.size, index.n
+    k1, k2 = prop.k1, prop.k2
+    nn = size[k1] + size[k2]
+    tail = n[_TAIL]
+    if tail + nn > buf.shape[0]:
+        tail = _compact(buf, start, size)
+    q = tail
+    st = start[k1]
+    for p in range(st, st + size[k1]):
+        buf[q] = buf[p]
+        q += 1
+    st = start[k2]
+    for p in range(st, st + size[k2]):
+        c = buf[p]
+        buf[q] = c
+        z[c] = k1
+        q += 1
+    start[k1] = tail
+    size[k1] = nn
+    n[_TAIL] = q
+    size[k2] = 0
+    n_pool = n[_FREE]
+    index.pool[n_pool] = k2
+    index.ppos[k2] = n_pool
+    n[_FREE] = n_pool + 1
+    n[_K_PLUS] -= 1
+
+
+@njit(cache=True)
+def _write_back(rng, prop, n, z, index, lay, bl, T, stats):
+    """An accepted proposal: counted, and written to ``z`` and the index."""
+    if prop.split:
+        stats[SPLIT_ACCEPTED] += 1
+        stats[prop.us + SPLIT_ACCEPTED] += 1
+        _write_split(prop, n, _take_free_label(rng, index, T), z, index, lay, bl)
+    else:
+        stats[MERGE_ACCEPTED] += 1
+        stats[prop.us + MERGE_ACCEPTED] += 1
+        _write_merge(prop, z, index)
 
 
 # ---------------------------------------------------------------------------------------------
 # The proposals
 # ---------------------------------------------------------------------------------------------
 @njit(cache=True)
-def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, alpha2, log_c1, a_c,
-                      T, n_proposals, n_scans, mutation, trace, units=DEFAULT_UNITS):
-    """``n_proposals`` split-merge proposals on the labels ``z`` (changed in place).
+def _budget(index, M):
+    """The work after which a call with ``n_proposals < 0`` stops: ``WORK_PER_SWEEP`` M K+."""
+    return WORK_PER_SWEEP * M * max(index.n[_K_PLUS], 1)
 
-    Labels are ``0..n_labels-1``, of which the empty ones form the pool of free labels. ``T = 0``:
-    IDEPM (a split takes the last free label, no label factor); ``T > 0``: DEPM with
-    ``n_labels = T`` (a split draws its label uniformly from the T - K+ empty ones, with the
-    factor of the module docstring). ``log_c1`` = ln C(1), ``a_c`` as in (*). ``n_scans``: 0,
-    the sequential allocation is the proposal (Dahl); s >= 1, it is the launch, followed by s - 1
-    intermediate restricted Gibbs scans, and the proposal is one more scan (Jain & Neal).
-    ``n_proposals < 0``: proposals until their work, sum of (|S| (n_scans + 4)) (block units:
-    ``BLOCK_WORK`` times that), reaches ``WORK_PER_SWEEP`` M K+ (K+ at the start of the call),
-    about that of one Gibbs sweep. ``units``: ``UNIT_CUSTOMER``, ``UNIT_ROW``, ``UNIT_COLUMN``
-    (every proposal with that unit) or ``UNITS_MIXED`` (each proposal draws its unit, with
-    probabilities ``MIXED_UNIT_PROBS``).
 
-    ``mutation`` (tests only; 0 = the exact move): 1 drops the reverse-proposal probability
-    (q_SA, or q of the final scan) from the merge's ratio; 2 drops the label-choice factor of
-    the DEPM; 3 evaluates a block merge whose state is not block-consistent as a customer merge
-    instead of rejecting it. ``trace``: float64 array (rows, 3, 4 or 6); for the proposals ``it``
-    < rows, row ``it`` gets (log acceptance ratio, 1 for a split / 0 for a merge, |S|[, unit[,
-    ln pi(S1) pi(S2)/pi(S1 u S2), ln q]]) of proposal ``it`` (log ratio NaN for a blocked or
-    impossible split, -inf for a merge rejected as not block-consistent; ln q is that of the
-    split, proposed or replayed), for diagnostics.
-    Returns ``(K+, stats, buf, start, size)`` (the last three: the index of customers by label,
-    for tests); ``stats`` as described at ``N_STATS``.
+@njit(cache=True)
+def propose_split_merge(rng, cust, z, n_labels, target, n_proposals, n_scans, trace, units):
+    """``n_proposals`` split-merge Metropolis-Hastings proposals on the labels ``z`` (changed in
+    place), the kernel behind ``split_merge_idepm`` and ``split_merge_depm``.
+
+    ``cust``: the ``Customers`` of the seating (``customer_cells``). Labels are
+    ``0..n_labels-1``, of which the empty ones are free: the DEPM's ``n_labels = T``; the IDEPM
+    needs room for every label in use and one more per split (``M + 1`` always does).
+    ``target``: ``idepm_target`` (a split takes the smallest free label, no label factor) or
+    ``depm_target`` (a split draws its label uniformly among the T - K+ empty ones, with the
+    factor of the module docstring). ``n_scans``: 0, the sequential allocation is the proposal
+    (Dahl); s >= 1, it is the launch, followed by s - 1 intermediate restricted Gibbs scans, and
+    the proposal is one more scan (Jain & Neal). ``n_proposals < 0``: proposals until their
+    work, sum of (|S| (n_scans + 4)) (block units: ``BLOCK_WORK`` times that), reaches
+    ``WORK_PER_SWEEP`` M K+ (K+ at the start of the call), about that of one Gibbs sweep.
+    ``units``: ``UNIT_CUSTOMER``, ``UNIT_ROW``, ``UNIT_COLUMN`` (every proposal with that unit)
+    or ``UNITS_MIXED`` (each proposal draws its unit, with probabilities ``MIXED_UNIT_PROBS``).
+
+    ``trace``: float64 array (rows, 3, 4 or 6), e.g. ``np.empty((0, 3))`` for none; for the
+    proposals ``it`` < rows, row ``it`` gets (log acceptance ratio, 1 for a split / 0 for a
+    merge, |S|[, unit[, ln pi(S1) pi(S2)/pi(S1 u S2), ln q]]) of proposal ``it`` (log ratio NaN
+    for a blocked or impossible split, -inf for a merge rejected as not block-consistent; ln q
+    is that of the split, proposed or replayed), for diagnostics and checks.
+
+    Returns ``(K+, stats, index)``: ``stats`` as described at ``N_STATS``, ``index`` the
+    ``LabelIndex`` of the customers by label (for tests).
     """
     M = z.shape[0]
     stats = np.zeros(N_STATS, np.int64)
-    buf, start, size, tail = _build_index(z, n_labels)
-    # pool of empty labels, with positions for the swap-remove
-    pool = np.empty(n_labels, np.int64)
-    ppos = np.full(n_labels, -1, np.int64)
-    n_pool = 0
-    for k in range(n_labels - 1, -1, -1):        # IDEPM: the smallest free label is taken first
-        if size[k] == 0:
-            pool[n_pool] = k
-            ppos[k] = n_pool
-            n_pool += 1
-    Kp = n_labels - n_pool
+    index = _build_index(z, n_labels)
     if M < 2:
-        return Kp, stats, buf, start, size
-    g = _atom_factor_table(M + 1, a_c, I * alpha1, J * alpha2)
-    # g[0] (never used by the customer passes): C(1)/(I a1 J a2), so that w_{empty}(B) = pi(B)
-    g[0] = math.exp(log_c1) / (I * alpha1 * J * alpha2)
-    log_c1_IJ = log_c1 - math.log(I) - math.log(J)
-    c1i = np.zeros(n_rows)
-    c2i = np.zeros(n_rows)
-    c1j = np.zeros(n_cols)
-    c2j = np.zeros(n_cols)
-    order = np.empty(M, np.int64)
-    oi = np.empty(M, np.int64)
-    oj = np.empty(M, np.int64)
-    side = np.empty(M, np.int8)
-    cur = np.empty(M, np.int8)
-    if units == UNIT_CUSTOMER:
-        p_row, p_col = 0.0, 0.0
-    elif units == UNIT_ROW:
-        p_row, p_col = 1.0, 0.0
-    elif units == UNIT_COLUMN:
-        p_row, p_col = 0.0, 1.0
-    else:
-        p_row, p_col = MIXED_UNIT_PROBS[1], MIXED_UNIT_PROBS[2]
-    if p_row + p_col > 0.0:                      # block units: scratch for the blocks
-        blk_row = np.full(n_rows, -1, np.int64)
-        blk_col = np.full(n_cols, -1, np.int64)
-        di = np.zeros(n_rows)
-        dj = np.zeros(n_cols)
-        bpos = np.empty(M + 1, np.int64)
-        bkey = np.empty(M, np.int64)
-        bcnt = np.empty(M, np.int64)
-        bperm = np.empty(M, np.int64)
-        brank = np.empty(M, np.int64)
-        btmp = np.empty(M, np.int8)
-    else:
-        blk_row = np.empty(0, np.int64)
-        blk_col = np.empty(0, np.int64)
-        di = np.empty(0)
-        dj = np.empty(0)
-        bpos = np.empty(0, np.int64)
-        bkey = bpos
-        bcnt = bpos
-        bperm = bpos
-        brank = bpos
-        btmp = np.empty(0, np.int8)
-    budget = WORK_PER_SWEEP * M * max(Kp, 1)
+        return index.n[_K_PLUS], stats, index
+    w = _weights(target, M)
+    p_row, p_col = _unit_probs(units)
+    cnt, lay, bl = _scratch(cust, M, p_row + p_col > 0.0)
+    budget = _budget(index, M)
     work = 0.0
-    NO = np.bool_(False)     # (not the literal False: one compiled version of each pass)
     it = -1
     while True:
         it += 1
@@ -737,297 +1213,49 @@ def _split_merge_core(rng, ci, cj, z, n_labels, n_rows, n_cols, I, J, alpha1, al
                 break
         elif work >= budget:
             break
-        record = it < trace.shape[0]
-        log_q = 0.0
-        log_pi = 0.0
-        # the unit, drawn independently of the state (no draw when it is fixed)
-        unit = units
-        if units == UNITS_MIXED:
-            uu = rng.random()
-            unit = UNIT_ROW if uu < p_row else (UNIT_COLUMN if uu < p_row + p_col else
-                                                UNIT_CUSTOMER)
-        if record and trace.shape[1] > 3:
-            trace[it, 3] = unit
-        us = N_GLOBAL_STATS + N_UNIT_STATS * unit       # this unit's statistics
-        s1 = int(rng.random() * M)
-        if s1 >= M:
-            s1 = M - 1
-        s2 = int(rng.random() * (M - 1))
-        if s2 >= M - 1:
-            s2 = M - 2
-        if s2 >= s1:
-            s2 += 1
-        k1 = z[s1]
-        k2 = z[s2]
-        split = k1 == k2
-        if split:
-            stats[SPLIT_PROPOSED] += 1
-            stats[us + SPLIT_PROPOSED] += 1
-            same_block = ((unit == UNIT_ROW and ci[s1] == ci[s2])
-                          or (unit == UNIT_COLUMN and cj[s1] == cj[s2]))
-            if n_pool == 0 or same_block:
-                # DEPM with K+ = T (the IDEPM always has a free label), or the anchors in one
-                # block: no split can separate them; the proposal is "stay"
-                if n_pool == 0:
-                    stats[SPLIT_BLOCKED] += 1
-                stats[us + SPLIT_IMPOSSIBLE] += 1
-                work += 2
-                if record:
-                    trace[it, 0] = np.nan
-                    trace[it, 1] = 1.0
-                    trace[it, 2] = size[k1]
-                continue
-        else:
-            stats[MERGE_PROPOSED] += 1
-            stats[us + MERGE_PROPOSED] += 1
-        nb = 0
-        if unit != UNIT_CUSTOMER:
-            # the customers of S grouped into blocks; a merge of a state that is not
-            # block-consistent is rejected (its reverse split has probability 0)
-            if unit == UNIT_ROW:
-                nb = _gather_blocks(rng, ci, blk_row, buf, start, size, k1, k2, split, s1, s2,
-                                    ci, cj, order, oi, oj, bpos, cur, bkey, bcnt, bperm, brank,
-                                    btmp)
-            else:
-                nb = _gather_blocks(rng, cj, blk_col, buf, start, size, k1, k2, split, s1, s2,
-                                    ci, cj, order, oi, oj, bpos, cur, bkey, bcnt, bperm, brank,
-                                    btmp)
-            if nb < 0:
-                if mutation == 3:            # wrong on purpose: a customer merge instead
-                    unit = UNIT_CUSTOMER
-                else:
-                    stats[us + MERGE_INCONSISTENT] += 1
-                    work += size[k1] + size[k2]
-                    if record:
-                        trace[it, 0] = -np.inf
-                        trace[it, 1] = 0.0
-                        trace[it, 2] = size[k1] + size[k2]
-                    continue
-        if unit == UNIT_CUSTOMER:
-            # the other customers of the atom(s), in uniformly random order (inside-out shuffle)
-            m = np.int64(0)
-            st = start[k1]
-            for p in range(st, st + size[k1]):
-                c = buf[p]
-                if c != s1 and c != s2:
-                    u = int(rng.random() * (m + 1))
-                    if u > m:
-                        u = m
-                    order[m] = order[u]
-                    order[u] = c
-                    m += 1
-            if not split:
-                st = start[k2]
-                for p in range(st, st + size[k2]):
-                    c = buf[p]
-                    if c != s2:
-                        u = int(rng.random() * (m + 1))
-                        if u > m:
-                            u = m
-                        order[m] = order[u]
-                        order[u] = c
-                        m += 1
-            work += (m + 2) * (n_scans + 4)
-            for t in range(m):
-                c = order[t]
-                oi[t] = ci[c]
-                oj[t] = cj[c]
-                if not split:
-                    cur[t] = 1 if z[c] == k2 else 0
-            i1 = ci[s1]
-            j1 = cj[s1]
-            i2 = ci[s2]
-            j2 = cj[s2]
-            c1i[i1] += 1.0
-            c1j[j1] += 1.0
-            c2i[i2] += 1.0
-            c2j[j2] += 1.0
-            w_first = (g[1] * (alpha1 + (1.0 if i1 == i2 else 0.0))
-                       * (alpha2 + (1.0 if j1 == j2 else 0.0)))
-            log_r = log_c1_IJ - math.log(w_first)
-            if n_scans == 0:
-                # (**): the sequential allocation is the proposal (drawn, or replayed for a merge)
-                if not split:
-                    side[:m] = cur[:m]
-                lsum, log_q, n1, n2 = _allocate(rng, oi, oj, m, side, not split, c1i, c2i, c1j,
-                                                c2j, alpha1, alpha2, g,
-                                                mutation == 1 or (record and trace.shape[1] > 5))
-                log_r += lsum                       # = ln pi(S1)pi(S2)/pi(S) - ln q_SA
-                log_pi = log_r + log_q              # (used by the mutation and the trace)
-                for t in range(m):
-                    c1i[oi[t]] = 0.0
-                    c2i[oi[t]] = 0.0
-                    c1j[oj[t]] = 0.0
-                    c2j[oj[t]] = 0.0
-            else:
-                # the launch: sequential allocation and n_scans - 1 restricted Gibbs scans (drawn,
-                # for a merge as for a split); the proposal: one more scan, replayed for a merge
-                _, _, n1, n2 = _allocate(rng, oi, oj, m, side, NO, c1i, c2i, c1j, c2j,
-                                         alpha1, alpha2, g, NO)
-                for _s in range(n_scans - 1):
-                    _, n1, n2 = _scan(rng, oi, oj, m, side, cur, NO, n1, n2, c1i, c2i, c1j,
-                                      c2j, alpha1, alpha2, g)
-                log_q, n1, n2 = _scan(rng, oi, oj, m, side, cur, not split, n1, n2, c1i, c2i,
-                                      c1j, c2j, alpha1, alpha2, g)
-                log_pi = log_r + _unwind(oi, oj, m, side, n1, n2, c1i, c2i, c1j, c2j, alpha1,
-                                         alpha2, g)
-                log_r = log_pi - log_q
-            c1i[i1] = 0.0
-            c1j[j1] = 0.0
-            c2i[i2] = 0.0
-            c2j[j2] = 0.0
-            size_S = m + 2
-        else:
-            # block units: the same passes over the blocks 2..nb-1, the anchors' blocks seeded
-            size_S = bpos[nb]
-            work += BLOCK_WORK * size_S * (n_scans + 4)
-            log_r = _bseed(oi, oj, bpos, c1i, c2i, c1j, c2j, di, dj, alpha1, alpha2, g)
-            if n_scans == 0:
-                if not split:
-                    side[:nb] = cur[:nb]
-                lpi, log_q, n1, n2 = _ballocate(rng, oi, oj, bpos, nb, side, not split, c1i, c2i,
-                                                c1j, c2j, di, dj, alpha1, alpha2, g)
-            else:
-                _, _, n1, n2 = _ballocate(rng, oi, oj, bpos, nb, side, NO, c1i, c2i, c1j, c2j,
-                                          di, dj, alpha1, alpha2, g)
-                for _s in range(n_scans - 1):
-                    _, n1, n2 = _bscan(rng, oi, oj, bpos, nb, side, cur, NO, n1, n2, c1i, c2i,
-                                       c1j, c2j, di, dj, alpha1, alpha2, g)
-                log_q, n1, n2 = _bscan(rng, oi, oj, bpos, nb, side, cur, not split, n1, n2, c1i,
-                                       c2i, c1j, c2j, di, dj, alpha1, alpha2, g)
-            lpi = _bunwind(oi, oj, bpos, nb, side, n1, n2, c1i, c2i, c1j, c2j, di, dj, alpha1,
-                           alpha2, g)
-            log_pi = log_r + lpi
-            log_r = log_pi - log_q
-        # log_r = ln pi(split)/pi(merged) - ln q(split); the acceptance of a merge uses -log_r
-        if split:
-            log_a = log_r
-            if T > 0 and mutation != 2:
-                log_a += math.log(n_pool)
-        else:
-            log_a = -log_r
-            if mutation == 1:                 # wrong on purpose: q of the reverse split dropped
-                log_a = -log_pi
-            if T > 0 and mutation != 2:
-                log_a -= math.log(n_pool + 1)
-        if record:
-            trace[it, 0] = log_a
-            trace[it, 1] = 1.0 if split else 0.0
-            trace[it, 2] = size_S
-            if trace.shape[1] > 5:
-                trace[it, 4] = log_pi
-                trace[it, 5] = log_q
-        if not (log_a >= 0.0 or math.log(rng.random()) < log_a):
+        prop = _choose(rng, z, units, p_row, p_col, stats)
+        if it < trace.shape[0] and trace.shape[1] > 3:
+            trace[it, 3] = prop.unit
+        if _split_impossible(prop, cust, index):
+            work += _stay(prop, index, stats, trace, it)
             continue
-        if split:
-            stats[SPLIT_ACCEPTED] += 1
-            stats[us + SPLIT_ACCEPTED] += 1
-            if T > 0:
-                p = int(rng.random() * n_pool)
-                if p >= n_pool:
-                    p = n_pool - 1
-            else:
-                p = n_pool - 1
-            lab = pool[p]
-            last = pool[n_pool - 1]
-            pool[p] = last
-            ppos[last] = p
-            ppos[lab] = -1
-            n_pool -= 1
-            Kp += 1
-            # rewrite the block of k1: S1 first (keeps k1), then S2 (the new label)
-            st = start[k1]
-            q = st
-            if unit == UNIT_CUSTOMER:
-                buf[q] = s1
-                q += 1
-                for t in range(m):
-                    if side[t] == 0:
-                        buf[q] = order[t]
-                        q += 1
-                size[k1] = q - st
-                start[lab] = q
-                buf[q] = s2
-                z[s2] = lab
-                q += 1
-                for t in range(m):
-                    if side[t] == 1:
-                        c = order[t]
-                        buf[q] = c
-                        z[c] = lab
-                        q += 1
-            else:
-                side[0] = 0
-                side[1] = 1
-                for t in range(nb):
-                    if side[t] == 0:
-                        for p in range(bpos[t], bpos[t + 1]):
-                            buf[q] = order[p]
-                            q += 1
-                size[k1] = q - st
-                start[lab] = q
-                for t in range(nb):
-                    if side[t] == 1:
-                        for p in range(bpos[t], bpos[t + 1]):
-                            c = order[p]
-                            buf[q] = c
-                            z[c] = lab
-                            q += 1
-            size[lab] = q - start[lab]
-        else:
-            stats[MERGE_ACCEPTED] += 1
-            stats[us + MERGE_ACCEPTED] += 1
-            n = size[k1] + size[k2]
-            if tail + n > buf.shape[0]:
-                tail = _compact(buf, start, size)
-            q = tail
-            st = start[k1]
-            for p in range(st, st + size[k1]):
-                buf[q] = buf[p]
-                q += 1
-            st = start[k2]
-            for p in range(st, st + size[k2]):
-                c = buf[p]
-                buf[q] = c
-                z[c] = k1
-                q += 1
-            start[k1] = tail
-            size[k1] = n
-            tail = q
-            size[k2] = 0
-            pool[n_pool] = k2
-            ppos[k2] = n_pool
-            n_pool += 1
-            Kp -= 1
-    return Kp, stats, buf, start, size
+        n = _lay_out(rng, prop, z, cust, index, lay, bl)
+        if n < 0:
+            work += _reject_inconsistent(prop, index, stats, trace, it)
+            continue
+        want_q = it < trace.shape[0] and trace.shape[1] > 5
+        size_S, cost, log_r, log_pi, log_q = _log_ratio(rng, prop, n, n_scans, want_q, cust, lay,
+                                                        cnt, bl, w)
+        work += cost
+        log_a = _log_acceptance(prop.split, log_r, log_pi, target.T, index.n[_FREE])
+        _record(trace, it, log_a, prop.split, size_S, log_pi, log_q)
+        if _accepted(rng, log_a):
+            _write_back(rng, prop, n, z, index, lay, bl, target.T, stats)
+    return index.n[_K_PLUS], stats, index
 
 
 @njit(cache=True)
-def _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2, gamma0,
-                       n_proposals, n_scans, mutation, units=DEFAULT_UNITS):
-    K = n_k.shape[0]
-    M = z.shape[0]
-    # room for every label that can be in use: K+ plus one per split, at most M
-    n_labels = (min(K + n_proposals, max(M, K)) if n_proposals >= 0 else max(M, K)) + 1
-    ci, cj = _customer_cells(rows, cols, offsets)
-    zz = z.copy()
-    Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, n_labels, n_ik.shape[0], n_jk.shape[0],
-                                           I, J, alpha1, alpha2, math.log(gamma0), 0.0, np.int64(0),
-                                           n_proposals, n_scans, mutation, np.empty((0, 3)), units)
-    # labels -> 0..K+-1, in increasing order of the old label
+def _idepm_n_labels(K, M, n_proposals):
+    """Labels an IDEPM call needs, from K+ = ``K`` labels in use: one more per split, at most M
+    in use, and one more."""
+    return (min(K + n_proposals, max(M, K)) if n_proposals >= 0 else max(M, K)) + 1
+
+
+@njit(cache=True)
+def _renumber(z, n_labels):
+    """Relabel ``z`` (in place) 0..K+-1, in increasing order of the old label."""
     used = np.zeros(n_labels, np.bool_)
-    for s in range(M):
-        used[zz[s]] = True
+    for s in range(z.shape[0]):
+        used[z[s]] = True
     new = np.full(n_labels, -1, np.int64)
     r = 0
     for k in range(n_labels):
         if used[k]:
             new[k] = r
             r += 1
-    for s in range(M):
-        zz[s] = new[zz[s]]
-    a, b, c = seat_counts(rows, cols, offsets, zz, n_ik.shape[0], n_jk.shape[0], max(Kp, 1))
-    return zz, a, b, c, Kp, stats
+    for s in range(z.shape[0]):
+        z[s] = new[z[s]]
+
 
 
 @njit(cache=True)
@@ -1049,29 +1277,22 @@ def split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1
     the work of one Gibbs sweep (``WORK_PER_SWEEP``). ``n_scans``: 0, Dahl's sequential
     allocation is the proposal; s >= 1, it launches s - 1 restricted Gibbs scans and the
     proposal is one more scan (Jain & Neal), at about (s + 4)/4 times the cost per proposal.
-    ``units``: what a proposal allocates: single customers (``UNIT_CUSTOMER``, the moves before
-    block units existed), the blocks of customers of the atom(s) in one row (``UNIT_ROW``) or
-    one column (``UNIT_COLUMN``), or, for each proposal, one of these drawn with probabilities
-    ``MIXED_UNIT_PROBS`` (``UNITS_MIXED``, the default); see "Block units" in the module
-    docstring.
+    ``units``: what a proposal allocates: single customers (``UNIT_CUSTOMER``, the default), the
+    blocks of customers of the atom(s) in one row (``UNIT_ROW``) or one column
+    (``UNIT_COLUMN``), or, for each proposal, one of these drawn with probabilities
+    ``MIXED_UNIT_PROBS`` (``UNITS_MIXED``); see "Block units" in the module docstring.
     """
-    # (np.int64: an omitted argument would otherwise compile the core once more)
-    return _split_merge_idepm(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, alpha1, alpha2,
-                              gamma0, np.int64(n_proposals), np.int64(n_scans), np.int64(0),
-                              np.int64(units))
-
-
-@njit(cache=True)
-def _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2, gamma0, T,
-                      n_proposals, n_scans, mutation, units=DEFAULT_UNITS):
-    ci, cj = _customer_cells(rows, cols, offsets)
+    # (np.int64: an omitted argument would otherwise compile the kernel once more)
+    n_prop = np.int64(n_proposals)
     zz = z.copy()
-    a = gamma0 / T
-    Kp, stats, _, _, _ = _split_merge_core(rng, ci, cj, zz, T, m_ik.shape[0], m_jk.shape[0], I, J,
-                                           alpha1, alpha2, math.log(a), a, T, n_proposals, n_scans,
-                                           mutation, np.empty((0, 3)), units)
-    x, y, w = seat_counts(rows, cols, offsets, zz, m_ik.shape[0], m_jk.shape[0], T)
-    return zz, x, y, w, Kp, stats
+    n_labels = _idepm_n_labels(n_k.shape[0], zz.shape[0], n_prop)
+    Kp, stats, _ = propose_split_merge(
+        rng, customer_cells(rows, cols, offsets, n_ik.shape[0], n_jk.shape[0]), zz, n_labels,
+        idepm_target(I, J, alpha1, alpha2, gamma0), n_prop, np.int64(n_scans), np.empty((0, 3)),
+        np.int64(units))
+    _renumber(zz, n_labels)
+    a, b, c = seat_counts(rows, cols, offsets, zz, n_ik.shape[0], n_jk.shape[0], max(Kp, 1))
+    return zz, a, b, c, Kp, stats
 
 
 @njit(cache=True)
@@ -1088,9 +1309,13 @@ def split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1,
     (new arrays; ``stats`` as for ``split_merge_idepm``, plus the blocked splits in
     ``stats[4]``). ``n_proposals``, ``n_scans`` and ``units`` as for ``split_merge_idepm``.
     """
-    return _split_merge_depm(rng, rows, cols, offsets, z, m_ik, m_jk, m_k, I, J, alpha1, alpha2,
-                             gamma0, T, np.int64(n_proposals), np.int64(n_scans), np.int64(0),
-                             np.int64(units))
+    zz = z.copy()
+    Kp, stats, _ = propose_split_merge(
+        rng, customer_cells(rows, cols, offsets, m_ik.shape[0], m_jk.shape[0]), zz, np.int64(T),
+        depm_target(I, J, alpha1, alpha2, gamma0, T), np.int64(n_proposals), np.int64(n_scans),
+        np.empty((0, 3)), np.int64(units))
+    x, y, w = seat_counts(rows, cols, offsets, zz, m_ik.shape[0], m_jk.shape[0], T)
+    return zz, x, y, w, Kp, stats
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1145,13 +1370,13 @@ def proposal_trace(rows, cols, offsets, z, I, J, alpha1, alpha2, gamma0, *, n_pr
         if zz.size and zz.max() >= T:
             raise ValueError(f"z holds labels >= T = {T}")
         n_labels, log_c1, a_c, t = int(T), math.log(gamma0 / T), gamma0 / T, int(T)
-    ci, cj = _customer_cells(rows, cols, offsets)
+    cust = customer_cells(rows, cols, offsets, int(rows.max(initial=0)) + 1,
+                          int(cols.max(initial=0)) + 1)
+    target = Target(float(I), float(J), float(alpha1), float(alpha2), log_c1, a_c, np.int64(t))
     trace = np.full((n_proposals, 6), np.nan)
-    Kp, stats, *_ = _split_merge_core(np.random.default_rng(seed), ci, cj, zz, n_labels,
-                                      int(rows.max(initial=0)) + 1, int(cols.max(initial=0)) + 1,
-                                      I, J, float(alpha1), float(alpha2), log_c1, a_c, np.int64(t),
-                                      np.int64(n_proposals), np.int64(n_scans), np.int64(0), trace,
-                                      np.int64(units))
+    Kp, stats, _ = propose_split_merge(np.random.default_rng(seed), cust, zz, n_labels, target,
+                                       np.int64(n_proposals), np.int64(n_scans), trace,
+                                       np.int64(units))
     return dict(split=trace[:, 1] == 1, unit=trace[:, 3].astype(np.int64), size=trace[:, 2],
                 log_ratio=trace[:, 0], log_target=trace[:, 4], log_q=trace[:, 5], stats=stats,
                 K=int(Kp))
