@@ -145,7 +145,8 @@ def _start(opts: Options, data: FitData, resume):
         start = dict(start_iter=resume.settings["start_iter"] + resume.settings["n_iter"],
                      start_seconds=float(resume.seconds[-1]), init=resume.settings.get("init"),
                      K_init=resume.settings.get("K_init"), init_seconds=resume.settings.get("init_seconds"),
-                     K_start=resume.settings.get("K_start"))
+                     K_start=resume.settings.get("K_start"),
+                     log_joint_seconds=float(resume.settings.get("log_joint_seconds") or 0.0))
     else:
         check_hold_window(opts.hold, opts.n_iter, opts.n_avg)     # before the start's factorisation
         init, K_init = opts.init, opts.K_init
@@ -163,7 +164,8 @@ def _start(opts: Options, data: FitData, resume):
         start = dict(start_iter=0, start_seconds=0.0, init="labels" if isinstance(init, starts.Labels) else init,
                      K_init=K_init,
                      init_seconds=time.perf_counter() - t_init,
-                     K_start=int(st["z"].max()) + 1 if opts.model == "IDEPM" else int(np.count_nonzero(st["lam"])))
+                     K_start=int(st["z"].max()) + 1 if opts.model == "IDEPM" else int(np.count_nonzero(st["lam"])),
+                     log_joint_seconds=0.0)
     if resume is not None:
         check_hold_window(opts.hold, opts.n_iter, opts.n_avg, start["start_iter"])
     return st, rng, resume, start
@@ -174,7 +176,7 @@ def _start(opts: Options, data: FitData, resume):
 # ----------------------------------------------------------------------------------------------
 
 class _GammaSweep:
-    """EPM, CEPM: ``gamma_epm.epm_sweep`` over the ones and missing entries; truncated at T."""
+    """EPM, CEPM: ``gamma_epm.sweep`` over the ones and missing entries; truncated at T."""
     hyper_names = gamma_epm.HYPER_NAMES
     hold_idx = [gamma_epm.A1, gamma_epm.A2]
     factors = ("U", "V")
@@ -186,13 +188,16 @@ class _GammaSweep:
         self.m_ik = np.zeros((data.I, opts.T), dtype=np.int64)
         self.m_jk = np.zeros((data.J, opts.T), dtype=np.int64)
         self.m_k = np.zeros(opts.T, dtype=np.int64)
-        self.grid = cepm_grid()
+        # the kernels' structures (models.common): the state's arrays, updated in place by each sweep
+        self.ones = common.Ones(data.e_rows, data.e_cols, int(data.nnz))
+        self.counts = common.Counts(self.m_ik, self.m_jk, self.m_k)
+        self.params = common.Factors(*(st[n] for n in self.factors), st["lam"], st["h"])
+        self.prior = common.Prior(float(opts.e0), float(opts.f0))
+        self.options = gamma_epm.GammaOptions(opts.model == "CEPM", float(data.I), float(data.J),
+                                              opts.a_update == "paper", cepm_grid())
 
     def kernel(self, stats):
-        o, d, st = self.o, self.d, self.st
-        return gamma_epm.epm_sweep(self.rng, self.e_rows, self.e_cols, st["U"], st["V"], st["lam"], st["h"],
-                                   self.m_ik, self.m_jk, self.m_k, o.e0, o.f0, o.model == "CEPM", float(d.I),
-                                   float(d.J), o.a_update == "paper", self.grid, d.nnz)
+        return gamma_epm.sweep(self.rng, self.ones, self.params, self.counts, self.prior, self.options)
 
     def sweep(self, it, stats):
         """One Gibbs sweep; returns (M, K, (R, C, lambda)): the total count, the active atoms and
@@ -215,22 +220,21 @@ class _GammaSweep:
 
 
 class _DepmSweep(_GammaSweep):
-    """DEPM: ``depm.depm_sweep`` (with its split-merge moves when ``split_merge`` > 0)."""
+    """DEPM: ``depm.sweep`` (with its split-merge moves when ``split_merge`` > 0)."""
     hyper_names = depm.HYPER_NAMES
     hold_idx = [depm.ALPHA1, depm.ALPHA2]
     factors = ("phi", "psi")
 
     def kernel(self, stats):
-        o, st = self.o, self.st
         sm_stats = np.zeros(5, dtype=np.int64)
-        M = depm.depm_sweep(self.rng, self.e_rows, self.e_cols, st["phi"], st["psi"], st["lam"], st["h"],
-                            self.m_ik, self.m_jk, self.m_k, o.e0, o.f0, o.split_merge, sm_stats, self.d.nnz)
+        M = depm.sweep(self.rng, self.ones, self.params, self.counts, self.prior, int(self.o.split_merge or 0),
+                       sm_stats)
         stats[:] = sm_stats[:4]
         return M
 
 
 class _IdepmSweep(_DepmSweep):
-    """IDEPM: the collapsed ``idepm.idepm_sweep`` over the seating (then ``moves.split_merge_idepm``);
+    """IDEPM: the collapsed ``idepm.sweep`` over the seating (then ``moves.split_merge_idepm``);
     phi, psi, lambda are drawn given the seating only where a prediction needs them."""
 
     def __init__(self, opts: Options, data: FitData, st, rng, resume):
@@ -247,6 +251,8 @@ class _IdepmSweep(_DepmSweep):
         self.k_test = None if test is None else (k_test_r, k_test_c, test[2])
         self.counts = idepm.seat_counts(self.k_rows, self.k_cols, st["offsets"], st["z"], self.n_rows,
                                         self.col_ids.shape[0], int(st["z"].max()) + 1)
+        self.ones = common.Ones(self.k_rows, self.k_cols, int(data.nnz))    # the kernels' structures
+        self.prior = common.Prior(float(opts.e0), float(opts.f0))
         # phi, psi, lambda for predictions come from a stream of their own, so that the chain is
         # the same with or without a test set
         self.rng_pred = rng.spawn(1)[0]
@@ -256,9 +262,9 @@ class _IdepmSweep(_DepmSweep):
 
     def sweep(self, it, stats):
         o, d, st = self.o, self.d, self.st
-        offsets, z, *counts, Kp = idepm.idepm_sweep(self.rng, self.k_rows, self.k_cols, st["offsets"], st["z"],
-                                                    *self.counts, d.I, d.J, st["h"], o.e0, o.f0,
-                                                    o.m_step == "exact", 1, d.nnz)
+        seat, Kp = idepm.sweep(self.rng, self.ones, idepm.Seating(st["offsets"], st["z"], *self.counts), d.I, d.J,
+                               st["h"], self.prior, o.m_step == "exact", 1)
+        offsets, z, counts = seat.offsets, seat.z, list(seat[2:])
         if o.split_merge:                   # Metropolis-Hastings split-merge moves (models.moves)
             z, *counts, Kp, moved = moves.split_merge_idepm(
                 self.rng, self.k_rows, self.k_cols, offsets, z, *counts, d.I, d.J,
@@ -309,6 +315,7 @@ class _Recorder:
         self.K, self.M = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
         self.seconds, self.tdll_trace = np.empty(n), np.full(n, np.nan)
         self.log_joint = np.empty(n) if opts.model == "IDEPM" else None
+        self.log_joint_seconds = 0.0        # the wall time of the log joint's evaluations (not in seconds)
         self.move_stats = np.zeros((n, 4), dtype=np.int64)  # splits proposed, accepted, merges ...
         self.samples, self.keep_its, self.prob_sum = [], None, None
         if data.test is not None:
@@ -323,8 +330,10 @@ class _Recorder:
     def record(self, it, M, K, params, elapsed):
         o = self.o
         self.M[it], self.K[it], self.seconds[it] = M, K, elapsed
-        if self.log_joint is not None:      # not timed, like the test evaluation
+        if self.log_joint is not None:      # timed apart from the sweep (settings["log_joint_seconds"])
+            t0 = time.perf_counter()
             self.log_joint[it] = self.sweep.log_joint()
+            self.log_joint_seconds += time.perf_counter() - t0
         for name, v in zip(self.hyper, self.sweep.st["h"]):
             self.hyper[name][it] = v
         window = it >= o.n_iter - o.n_avg
@@ -383,6 +392,8 @@ class _Recorder:
                         n_masked=int(d.mrows.size), symmetric=o.symmetric, init=start["init"],
                         K_start=start["K_start"], init_seconds=start["init_seconds"],
                         hold=None if o.hold is None else list(o.hold))
+        if o.model == "IDEPM":              # the log joint's wall time, the chain's whole (as seconds[-1])
+            settings["log_joint_seconds"] = start["log_joint_seconds"] + self.log_joint_seconds
         if o.rank is not None:              # fit(rank=...): the data's start's rule for its atoms
             settings["rank"] = o.rank
         result = FitResult(model=o.model, T=o.T, K=self.K, seconds=self.seconds, tdll_trace=self.tdll_trace,
@@ -497,6 +508,11 @@ def fit(X, model, *, T=None, n_iter=600, n_avg=100, seed=0, test=None, K_init=No
         result holds the new iterations only (``settings["start_iter"]`` says where they start;
         ``seconds`` continues the cumulative clock); joined with ``concat``, the traces of a chain
         run in pieces equal those of one uninterrupted run, draw for draw.
+
+    Wall times: ``FitResult.seconds`` is the cumulative time of the sweeps (for the IDEPM with the
+    draw of the parameters a prediction needs); the start (``settings["init_seconds"]``), the test
+    scores and the IDEPM's log joint after every sweep (``FitResult.log_joint``, timed apart:
+    ``settings["log_joint_seconds"]``, the chain's total, a resumed chain's included) are not in it.
     """
     if resume is not None:
         resume = _resume_clashes(resume, seed, K_init, hold)

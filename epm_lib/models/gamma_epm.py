@@ -4,7 +4,9 @@ Derived step by step in ``chapters/11_epm_sampler`` (EPM) and
 ``chapters/12_cepm_sampler`` (CEPM). Hyperparameters travel as a float
 array ``h = [a1, b1, a2, b2, gamma0, c0]`` (indices ``A1 .. C0``).
 
-One sweep (``epm_sweep``), in this order; steps marked *collapsed* sample
+One sweep (``sweep(rng, ones, factors, counts, prior, options)``: the structures of
+``common``, ``Ones``, ``Factors`` (U, V, lambda, h), ``Counts``, ``Prior``, and
+:class:`GammaOptions`; ``epm_sweep`` takes the same arguments one by one), in this order; steps marked *collapsed* sample
 a hyperparameter with the factor it governs integrated out, so that factor
 is redrawn right after (a partially collapsed Gibbs step, which keeps the
 chain exact):
@@ -22,12 +24,13 @@ chain exact):
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from ..distributions import TINY, _standard_gamma_small, sample_gamma, sample_log_weights
-from .common import sample_latent_counts, crt_sum
+from .common import Counts, Factors, Ones, Prior, m_step, crt_sum
 
 A1, B1, A2, B2, GAMMA0, C0 = range(6)
 HYPER_NAMES = ("a1", "b1", "a2", "b2", "gamma0", "c0")
@@ -36,7 +39,7 @@ __all__ = [
     "A1", "B1", "A2", "B2", "GAMMA0", "C0", "HYPER_NAMES",
     "sample_factors", "sample_lambda", "sample_rate_hyper", "sample_c0",
     "sample_shape_augmented", "shape_grid_log_weights", "sample_shape_grid",
-    "sample_gamma0", "epm_sweep",
+    "sample_gamma0", "GammaOptions", "sweep", "epm_sweep",
 ]
 
 
@@ -157,56 +160,71 @@ def sample_gamma0(rng, m_k, gamma0, c0, exposure, e0, f0):
     return sample_gamma(rng, e0 + w, rate)
 
 
+#: the EPM's and CEPM's choices of a sweep: ``cepm`` (b1 = C1 a1, b2 = C2 a2, the shapes by grid
+#: Gibbs on ``grid``, Eq. (28)) and ``paper_a`` (the a-updates as printed: Eq. (25) without
+#: lambda_k, Eq. (28) without the factor (b + q_k)^(-m_..k)); ``C1``, ``C2`` are floats (I, J)
+GammaOptions = namedtuple("GammaOptions", ["cepm", "C1", "C2", "paper_a", "grid"])
+
+
 @njit(cache=True)
-def _sample_side(rng, F, m_xk, m_k, other_sum, lam, h, ia, ib, C, q, cepm, paper_a, grid, e0, f0):
-    """Step 2 (or 3) of the sweep for one factor ``F`` (n x T): U (``ia, ib = A1, B1``, ``C = C1``,
-    ``m_xk = m_ik``, ``other_sum`` = sum_j V_jk) or V (``A2, B2``, ``C2``, ``m_jk``, sum_i U_ik).
-    Draws b, then a (collapsed over F; the CEPM: a by grid Gibbs, b = C a), then F | -, in
-    place (``h``, ``F``; ``q`` is scratch)."""
+def _sample_side(rng, side, F, m_xk, other_sum, f, counts, prior, opt, q):
+    """Step 2 (``side`` 0: U, with a1, b1, C1, m_i.k, ``other_sum`` = sum_j V_jk) or step 3 (``side``
+    1: V, with a2, b2, C2, m_.jk, sum_i U_ik) of the sweep for the factor ``F`` (n x T): b, then a
+    collapsed over F (Eqs. (23)-(25); the CEPM: a by grid Gibbs, Eq. (28), and b = C a), then
+    F | - (Eqs. (15)-(16)), in place (``f.h``, ``F``; ``q`` is scratch)."""
+    h, lam = f.h, f.lam
+    ia, ib = (A1, B1) if side == 0 else (A2, B2)
+    C = opt.C1 if side == 0 else opt.C2
     n, T = F.shape
     for k in range(T):
-        q[k] = other_sum[k] if (paper_a and not cepm) else lam[k] * other_sum[k]
-    if cepm:
-        h[ia] = sample_shape_grid(rng, grid, m_xk, m_k, q, C, n, e0, f0, not paper_a)
+        q[k] = other_sum[k] if (opt.paper_a and not opt.cepm) else lam[k] * other_sum[k]
+    if opt.cepm:
+        h[ia] = sample_shape_grid(rng, opt.grid, m_xk, counts.m_k, q, C, n, prior.e0, prior.f0, not opt.paper_a)
         h[ib] = C * h[ia]
     else:
-        h[ib] = sample_rate_hyper(rng, n * T, h[ia], F.sum(), e0, f0)
-        h[ia] = sample_shape_augmented(rng, m_xk, h[ia], h[ib], q, n, e0, f0)
+        h[ib] = sample_rate_hyper(rng, n * T, h[ia], F.sum(), prior.e0, prior.f0)
+        h[ia] = sample_shape_augmented(rng, m_xk, h[ia], h[ib], q, n, prior.e0, prior.f0)
     sample_factors(rng, m_xk, h[ia], h[ib], other_sum, lam, F)
+
+
+@njit(cache=True)
+def sweep(rng, ones, f, counts, prior, opt):
+    """One Gibbs sweep of the EPM (``opt.cepm`` False) or the CEPM (True): the steps 1-4 of the
+    module docstring on the entries ``ones`` (``common.Ones``).
+
+    Updates the factors ``f`` (``common.Factors``: U, V, lambda, h) and the aggregates ``counts``
+    (``common.Counts``) in place; returns M, the number of customers (negative: the m-step stopped
+    on exploded rates and nothing else was updated, see ``common.m_step``). ``prior`` is
+    ``common.Prior`` (e0, f0), ``opt`` a :class:`GammaOptions`.
+    Totals (sum_i U_ik, sum_k lambda_k, ...) are numba's sequential sums; a step-by-step
+    rebuild that wants bit-identical results must add in the same order (not numpy's
+    pairwise ``sum``).
+    """
+    U, V, lam, h = f.R, f.C, f.lam, f.h
+    e0, f0 = prior.e0, prior.f0
+    T = U.shape[1]
+    M, _, _ = m_step(rng, ones, U, V, lam, counts, False)     # 1: Eqs. (10)-(11)
+    if M < 0:                           # exploded rates: stop, fit raises (common.m_step_error)
+        return M
+    q = np.empty(T)
+    sumV = V.sum(axis=0)                # 2: b1, a1, U
+    _sample_side(rng, 0, U, counts.m_ik, sumV, f, counts, prior, opt, q)
+    sumU = U.sum(axis=0)                # 3: b2, a2, V
+    _sample_side(rng, 1, V, counts.m_jk, sumU, f, counts, prior, opt, q)
+    sumV = V.sum(axis=0)                # 4: c0 (Eq. 20), gamma0 (Eqs. (26)-(27)), lambda (Eq. 17)
+    S = sumU * sumV
+    h[C0] = sample_c0(rng, h[GAMMA0], lam.sum(), e0, f0)
+    h[GAMMA0] = sample_gamma0(rng, counts.m_k, h[GAMMA0], h[C0], S, e0, f0)
+    rate = h[C0] + S
+    sample_lambda(rng, counts.m_k, h[GAMMA0] / T, rate, lam)
+    return M
 
 
 @njit(cache=True)
 def epm_sweep(rng, rows, cols, U, V, lam, h, m_ik, m_jk, m_k, e0, f0,
               cepm, C1, C2, paper_a, grid, n_ones=-1):
-    """One Gibbs sweep of the EPM (``cepm=False``) or CEPM (``cepm=True``, b1 = C1 a1, b2 = C2 a2).
-
-    Updates U, V, lam, h and the count aggregates in place; returns M (customers;
-    negative: the m-step stopped on exploded rates and nothing else was updated, see
-    ``common.sample_latent_counts``).
-    Totals (sum_i U_ik, sum_k lambda_k, ...) are numba's sequential sums; a step-by-step
-    rebuild that wants bit-identical results must add in the same order (not numpy's
-    pairwise ``sum``).
-    ``n_ones``: the entries ``e >= n_ones`` of ``rows``, ``cols`` are missing, not ones
-    (``common.sample_latent_counts``); default -1: all are ones.
-    ``paper_a=True`` uses the a-updates as printed in the paper (EPM: no lambda_k
-    in the log term; CEPM: grid weight without the (b + q_k)^(-m_..k) factor).
-    """
-    T = U.shape[1]
-    M = sample_latent_counts(rng, rows, cols, U, V, lam, m_ik, m_jk, m_k, n_ones)
-    if M < 0:                           # exploded rates: stop, fit raises (common.m_step_error)
-        return M
-    q = np.empty(T)
-    # --- (b1, a1, U) ---
-    sumV = V.sum(axis=0)
-    _sample_side(rng, U, m_ik, m_k, sumV, lam, h, A1, B1, C1, q, cepm, paper_a, grid, e0, f0)
-    # --- (b2, a2, V) ---
-    sumU = U.sum(axis=0)
-    _sample_side(rng, V, m_jk, m_k, sumU, lam, h, A2, B2, C2, q, cepm, paper_a, grid, e0, f0)
-    # --- (c0, gamma0, lambda) ---
-    sumV = V.sum(axis=0)
-    S = sumU * sumV
-    h[C0] = sample_c0(rng, h[GAMMA0], lam.sum(), e0, f0)
-    h[GAMMA0] = sample_gamma0(rng, m_k, h[GAMMA0], h[C0], S, e0, f0)
-    rate = h[C0] + S
-    sample_lambda(rng, m_k, h[GAMMA0] / T, rate, lam)
-    return M
+    """:func:`sweep` with its arguments one by one, as the chapters of Part II call it: the entries
+    (``rows``, ``cols``; ``n_ones`` = -1, the default: all are ones), the factors U, V, lam, h, the
+    aggregates, the hyperprior (e0, f0) and the options of :class:`GammaOptions`. Returns M."""
+    return sweep(rng, Ones(rows, cols, n_ones if n_ones >= 0 else rows.shape[0]), Factors(U, V, lam, h),
+                 Counts(m_ik, m_jk, m_k), Prior(e0, f0), GammaOptions(cepm, C1, C2, paper_a, grid))

@@ -3,17 +3,17 @@
 Derived step by step in ``chapters/14_idepm_sampler``. Hyperparameters travel
 as ``h = [alpha1, alpha2, gamma0, c0]`` (the indices of ``depm``).
 
-The state is the seating of customers: each one of X, (i, j), has m_ij.
-customers (``m_e``; the customers of entry e are ``z[offsets[e]:offsets[e+1]]``),
-each seated at an atom. Atom ids index the count arrays n_ik (I x Kcap),
-n_jk (J x Kcap) and n_k (Kcap); an atom is active while n_k > 0, and the
-active ids are kept in ``active[:n_active]`` (``pos`` maps id -> place), the
-order in which their weights enter the draws. The z-step and the exact m-step
-work on a float64 copy of the counts plus a per-atom factor (``to_float_seating``,
-see the comment above ``atom_factor``); ``sample_assignments`` and
-``birth_death_customers`` take and return the int64 form.
+The state is the seating of customers (:class:`Seating`): each one of X, (i, j), has m_ij.
+customers (the customers of entry e are ``z[offsets[e]:offsets[e+1]]``), each seated at an
+atom, with the int64 counts n_ik (I' x K), n_jk (J' x K) and n_k (K). Within a sweep the z-step
+and the exact m-step work on :class:`Tables`: a float64 copy of the counts with room for new
+atoms, a per-atom factor (see the comment above ``atom_factor``) and the list of the active atom
+ids, ``active[:n_active]`` (``pos`` maps id -> place), the order in which their weights enter
+the draws; the weights depend on :class:`ZParams`. ``sample_assignments`` and
+``birth_death_customers`` take and return the int64 form with its active list.
 
-One sweep (``idepm_sweep``):
+One sweep (``sweep(rng, ones, seating, I, J, h, prior, exact_m, n_moves)``, with ``common.Ones``
+and ``common.Prior``; ``idepm_sweep`` takes the same arguments one by one):
 
 1. z-step (Eq. 6, with J alpha2 in the second denominator -- the paper
    prints I alpha2): every customer is removed and reseated at an active atom
@@ -21,7 +21,7 @@ One sweep (``idepm_sweep``):
    or at a new atom with weight gamma0/(I J);
 2. m-step. Exact (default): one Metropolis-Hastings birth-or-death move of a
    customer at each one of X (``birth_death_customers``), which accounts for the
-   atoms not in use. ``idepm_sweep`` runs steps 1 and 2 in one pass over the ones
+   atoms not in use. ``sweep`` runs steps 1 and 2 in one pass over the ones
    (``_seating_pass``): at each one, its customers are reseated, then its move is
    made, while its counts are in cache; each kernel leaves Theorem 4's posterior
    invariant, so this order is as valid as two passes. As in the paper (Eqs. (7)-(8),
@@ -40,25 +40,26 @@ conditional given the seating (``sample_active_parameters``).
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
-from ..distributions import sample_ztp, sample_gamma, sample_dirichlet
-from .common import seat_counts
+from ..distributions import sample_ztp, sample_gamma, sample_dirichlet, sample_categorical
+from .common import Ones, Prior, block_cdf, draw_categorical, seat_counts
 from .depm import ALPHA1, ALPHA2, GAMMA0, C0, HYPER_NAMES, sample_concentration
 
-__all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES",
+__all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES", "Seating", "Tables", "ZParams", "z_params",
            "seat_counts", "atom_factor", "to_float_seating", "to_int_seating", "seat_weights", "blocked_total",
            "draw_seat",
            "sample_assignments", "birth_death_customers", "sample_active_parameters",
-           "resample_customers", "sample_gamma0_idepm", "sample_c0_idepm", "idepm_sweep", "log_joint"]
+           "resample_customers", "sample_gamma0_idepm", "sample_c0_idepm", "sweep", "idepm_sweep", "log_joint"]
 
 
 
 
 # ---------------------------------------------------------------------------------------------
-# The seating as used by the z-step and the exact m-step
+# The seating as used by the z-step and the exact m-step (``Tables``)
 #
 # Atoms have ids (the columns of the count arrays, which are float64 holding exact integers);
 # the active ids, in the order in which their weights enter the categorical draws, are
@@ -67,8 +68,23 @@ __all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES",
 # free id. For speed each atom also carries the factor
 #     g_k = c_k / ((I alpha1 + c_k)(J alpha2 + c_k)),   so that   f_k = g_k (alpha1 + c_ik)(alpha2 + c_jk)
 # (Eq. 6 with J alpha2, erratum E5), updated whenever c_k changes. The weights are computed in
-# the order of the active list, four atoms at a time (``seat_weights``, inlined into the loops).
+# the order of the active list, four atoms at a time (``_weights``, inlined into the loops), and
+# a customer's atom is drawn by ``common.draw_categorical`` (the m-step's draw).
 # ---------------------------------------------------------------------------------------------
+
+#: the seating of the IDEPM's chain: ``offsets`` (nnz + 1) and ``z`` (M atom labels; the customers
+#: of the entry e are ``z[offsets[e]:offsets[e+1]]``) with their int64 counts ``n_ik`` (I' x K),
+#: ``n_jk`` (J' x K), ``n_k`` (K) (``seat_counts``; ``sweep`` returns them with K = K+)
+Seating = namedtuple("Seating", ["offsets", "z", "n_ik", "n_jk", "n_k"])
+#: the seating as the z-step and the exact m-step change it: the counts as float64 ``C_i``, ``C_j``,
+#: ``C_k`` (room for more atoms than are active), the atom factors ``g``, the active list
+#: ``active`` and ``pos`` (id -> place in it, -1: free); see ``to_float_seating``
+Tables = namedtuple("Tables", ["C_i", "C_j", "C_k", "g", "active", "pos"])
+#: what the z-step weights (Eq. 6) and the birth-death moves depend on: ``Ia1`` = I alpha1,
+#: ``Ja2`` = J alpha2, alpha1, alpha2, ``w_new`` = gamma0/(I J) (a new atom's weight) and c0
+ZParams = namedtuple("ZParams", ["Ia1", "Ja2", "alpha1", "alpha2", "w_new", "c0"])
+
+
 @njit(cache=True)
 def atom_factor(c, Ia1, Ja2):
     """g = c / ((I alpha1 + c)(J alpha2 + c)): the atom part of the z-step weight (Eq. 6)."""
@@ -76,9 +92,15 @@ def atom_factor(c, Ia1, Ja2):
 
 
 @njit(cache=True)
+def z_params(I, J, alpha1, alpha2, gamma0, c0):
+    """:class:`ZParams` of a matrix with I rows and J columns (the count tables may hold fewer)."""
+    return ZParams(I * alpha1, J * alpha2, alpha1, alpha2, gamma0 / (I * J), c0)
+
+
+@njit(cache=True)
 def to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2, cap=0):
-    """The seating of ``seat_counts``/``active_from_counts`` as float64 counts plus atom factors:
-    ``(C_i, C_j, C_k, g, active, pos)`` (copies, with room for at least ``cap`` atoms)."""
+    """The seating of ``seat_counts``/``active_from_counts`` as :class:`Tables`: float64 counts plus
+    atom factors, ``(C_i, C_j, C_k, g, active, pos)`` (copies, with room for at least ``cap`` atoms)."""
     cap = max(n_k.shape[0], n_active + 1, cap)
     C_i = np.zeros((n_ik.shape[0], cap))
     C_i[:, :n_k.shape[0]] = n_ik
@@ -94,7 +116,7 @@ def to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2, cap=0):
         ps[k] = a
         C_k[k] = n_k[k]
         g[k] = atom_factor(C_k[k], Ia1, Ja2)
-    return C_i, C_j, C_k, g, act, ps
+    return Tables(C_i, C_j, C_k, g, act, ps)
 
 
 @njit(cache=True)
@@ -110,55 +132,58 @@ def to_int_seating(C_i, C_j, C_k, active, pos, n_active):
 
 
 @njit(cache=True)
-def _grow(C_i, C_j, C_k, g, active, pos):
-    cap = C_k.shape[0]
+def _grow(tab):
+    """The tables with twice the room (the new atoms' columns zero, their ids free)."""
+    cap = tab.C_k.shape[0]
     new = 2 * cap
-    a = np.zeros((C_i.shape[0], new))
-    a[:, :cap] = C_i
-    b = np.zeros((C_j.shape[0], new))
-    b[:, :cap] = C_j
+    a = np.zeros((tab.C_i.shape[0], new))
+    a[:, :cap] = tab.C_i
+    b = np.zeros((tab.C_j.shape[0], new))
+    b[:, :cap] = tab.C_j
     c = np.zeros(new)
-    c[:cap] = C_k
+    c[:cap] = tab.C_k
     d = np.zeros(new)
-    d[:cap] = g
+    d[:cap] = tab.g
     e = np.zeros(new, dtype=np.int64)
-    e[:cap] = active
+    e[:cap] = tab.active
     f = np.full(new, -1, dtype=np.int64)
-    f[:cap] = pos
-    return a, b, c, d, e, f
+    f[:cap] = tab.pos
+    return Tables(a, b, c, d, e, f)
 
 
 @njit(cache=True)
-def _new_atom(C_i, C_j, C_k, g, active, pos, n_active):
-    """Open an empty atom with the smallest free id, appended to the active list (the arrays grow
-    when full). Returns the arrays, n_active + 1 and the new id."""
-    if n_active == C_k.shape[0]:
-        C_i, C_j, C_k, g, active, pos = _grow(C_i, C_j, C_k, g, active, pos)
+def _new_atom(tab, n_active):
+    """Open an empty atom with the smallest free id, appended to the active list (the tables grow
+    when full). Returns the tables, n_active + 1 and the new id."""
+    if n_active == tab.C_k.shape[0]:
+        tab = _grow(tab)
+    pos = tab.pos
     knew = 0
     while pos[knew] >= 0:                   # fewer than capacity ids are in use
         knew += 1
-    active[n_active] = knew
+    tab.active[n_active] = knew
     pos[knew] = n_active
-    return C_i, C_j, C_k, g, active, pos, n_active + 1, knew
+    return tab, n_active + 1, knew
 
 
 @njit(cache=True)
-def _add_customer(i, j, k, C_i, C_j, C_k, g, Ia1, Ja2):
-    C_i[i, k] += 1.0
-    C_j[j, k] += 1.0
-    C_k[k] += 1.0
-    g[k] = atom_factor(C_k[k], Ia1, Ja2)
+def _add_customer(i, j, k, tab, zp):
+    tab.C_i[i, k] += 1.0
+    tab.C_j[j, k] += 1.0
+    tab.C_k[k] += 1.0
+    tab.g[k] = atom_factor(tab.C_k[k], zp.Ia1, zp.Ja2)
 
 
 @njit(cache=True)
-def _remove_customer(i, j, k, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2):
+def _remove_customer(i, j, k, tab, n_active, zp):
     """Take a customer of entry (i, j) off atom k; an emptied atom is closed (swap-remove from the
     active list; its counts are all zero, so nothing moves). Returns the new n_active."""
-    C_i[i, k] -= 1.0
-    C_j[j, k] -= 1.0
+    C_k, g, active, pos = tab.C_k, tab.g, tab.active, tab.pos
+    tab.C_i[i, k] -= 1.0
+    tab.C_j[j, k] -= 1.0
     C_k[k] -= 1.0
     if C_k[k] > 0.0:
-        g[k] = atom_factor(C_k[k], Ia1, Ja2)
+        g[k] = atom_factor(C_k[k], zp.Ia1, zp.Ja2)
         return n_active
     g[k] = 0.0
     p = pos[k]
@@ -170,14 +195,16 @@ def _remove_customer(i, j, k, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
 
 
 @njit(cache=True, inline="always")
-def seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, own=-1, g_own=0.0):
-    """The z-step weights of Eq. (6) for a customer of entry (i, j) (counts without it).
+def _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, own, g_own):
+    """The z-step weights of Eq. (6) for a customer of entry (i, j) (counts without it), and their
+    block sums for ``common.draw_categorical``.
 
     ``w[a] = g_k (alpha1 + c_ik)(alpha2 + c_jk)`` for the atom ``k = active[a]``, in the order of
-    the active list, and ``w[n_active] = w_new`` (= gamma0/(I J)). If ``own >= 0``, the counts
+    the active list, and ``w[n_active] = w_new`` (= gamma0/(I J)); ``P`` the block sums of
+    ``common.block_cdf`` over w[:n_active + 1], made in the same loop. If ``own >= 0``, the counts
     still include the customer, who sits at atom ``own``: its weight uses the counts minus one and
     ``g_own`` = g of c_own - 1 (the arrays are changed for the loop and restored). Returns the sum
-    of the weights, taken in blocks of four (fixed order), the blocks that :func:`draw_seat` scans.
+    of the weights (``block_cdf``'s total).
     """
     ci = C_i[i]
     cj = C_j[j]
@@ -190,6 +217,7 @@ def seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, 
         cj[own] = cj_own - 1.0
         g[own] = g_own
     total = 0.0
+    P[0] = 0.0
     b = 0
     while b + 4 <= n_active:
         k0 = active[b]
@@ -206,12 +234,14 @@ def seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, 
         w[b + 3] = x3
         total += (x0 + x1) + (x2 + x3)
         b += 4
+        P[b // 4] = total
     for a in range(b, n_active):
         k = active[a]
         w[a] = g[k] * (alpha1 + ci[k]) * (alpha2 + cj[k])
     w[n_active] = w_new
     if n_active + 1 - b == 4:
         total += (w[b] + w[b + 1]) + (w[b + 2] + w[b + 3])
+        P[b // 4 + 1] = total
     else:
         for a in range(b, n_active + 1):
             total += w[a]
@@ -222,51 +252,27 @@ def seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, 
     return total
 
 
-@njit(cache=True, inline="always")
-def blocked_total(w, n):
-    """Sum of w[:n] in blocks of four (the order of :func:`seat_weights` and :func:`draw_seat`)."""
-    total = 0.0
-    b = 0
-    while b + 4 <= n:
-        total += (w[b] + w[b + 1]) + (w[b + 2] + w[b + 3])
-        b += 4
-    while b < n:
-        total += w[b]
-        b += 1
-    return total
-
-
-@njit(cache=True, inline="always")
-def draw_seat(rng, w, n, total):
-    """Index a < n drawn with probability w[a] / total, ``total`` from :func:`seat_weights`:
-    one uniform, inverted through the cumulative sums of the same blocks of four."""
-    u = rng.random() * total
-    cum = 0.0
-    b = 0
-    while b + 4 <= n:
-        nxt = cum + ((w[b] + w[b + 1]) + (w[b + 2] + w[b + 3]))
-        if u < nxt:
-            for a in range(b, b + 4):
-                cum += w[a]
-                if u < cum:
-                    return a
-            return _last_positive(w, b + 4)     # rounding inside the block
-        cum = nxt
-        b += 4
-    while b < n:
-        cum += w[b]
-        if u < cum:
-            return b
-        b += 1
-    return _last_positive(w, n)                 # rounding put u at the very top
+@njit(cache=True)
+def seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, own=-1, g_own=0.0):
+    """The z-step weights of Eq. (6) for a customer of entry (i, j) into ``w`` (see ``_weights``, the
+    form the sweep inlines); returns their sum, taken in blocks of four (fixed order)."""
+    P = np.empty((n_active + 1) // 4 + 1)
+    return _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, own, g_own)
 
 
 @njit(cache=True)
-def _last_positive(w, top):
-    for a in range(top - 1, -1, -1):
-        if w[a] > 0.0:
-            return a
-    return top - 1
+def blocked_total(w, n):
+    """Sum of w[:n] in blocks of four (the order of ``seat_weights`` and ``common.block_cdf``)."""
+    return block_cdf(w, n, np.empty(n // 4 + 1))
+
+
+@njit(cache=True)
+def draw_seat(rng, w, n, total):
+    """Index a < n drawn with probability w[a] / total (``total`` from :func:`seat_weights`):
+    ``common.draw_categorical`` through the block sums of w[:n]."""
+    P = np.empty(n // 4 + 1)
+    block_cdf(w, n, P)
+    return draw_categorical(rng, w, n, P, total)
 
 
 @njit(cache=True)
@@ -277,33 +283,34 @@ def _zero_padded(x, n):
 
 
 @njit(cache=True)
-def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2,
-                  alpha1, alpha2, w_new, c0, reseat, n_moves, n_ones=-1):
-    """One pass over the ones of X in CSR order. At each one (i, j): if ``reseat``, the z-step
-    (Eq. 6, J alpha2) reseats each of its customers in turn; then ``n_moves`` birth-or-death moves
-    of the exact m-step (see ``birth_death_customers``) change its number of customers. Each is a
-    kernel that leaves Theorem 4's posterior invariant, so any fixed order of them does too;
-    ``idepm_sweep`` runs both at each one while its counts are in cache (one pass, not two).
+def _seating_pass(rng, ones, offsets, z, tab, n_active, zp, reseat, n_moves):
+    """One pass over the entries ``ones`` (``common.Ones``) in CSR order. At each one (i, j): if
+    ``reseat``, the z-step (Eq. 6, J alpha2) reseats each of its customers in turn; then ``n_moves``
+    birth-or-death moves of the exact m-step (see ``birth_death_customers``) change its number of
+    customers. Each is a kernel that leaves Theorem 4's posterior invariant, so any fixed order of
+    them does too; ``sweep`` runs both at each one while its counts are in cache (one pass, not two).
 
-    The seating is the float form of ``to_float_seating``. Returns ``(offsets, z, C_i, C_j, C_k, g,
-    active, pos, n_active)`` with new ``offsets``/``z`` (atom ids).
+    ``offsets``, ``z``: the seating (atom ids); ``tab``: its :class:`Tables` with ``n_active``
+    active atoms (changed in place, or replaced when they grow); ``zp``: :class:`ZParams`.
+    Returns ``(offsets, z, tab, n_active)`` with new ``offsets``/``z``.
 
-    Missing entries (``fit(mask=...)``): the entries ``e >= n_ones`` are unobserved; their count
-    follows the Poisson of Eq. (1) without the truncation at 1 that x_ij = 1 imposes, so a death
-    may remove their last customer (and a birth start from none). Default -1: all are ones.
+    Missing entries (``fit(mask=...)``): the entries ``e >= ones.n_ones`` are unobserved; their
+    count follows the Poisson of Eq. (1) without the truncation at 1 that x_ij = 1 imposes, so a
+    death may remove their last customer (and a birth start from none).
     """
-    if n_ones < 0:
-        n_ones = rows.shape[0]
+    rows, cols, n_ones = ones.rows, ones.cols, ones.n_ones
+    Ia1, Ja2, alpha1, alpha2, w_new, c0 = zp
     # While a customer is out for reseating, g_k stays the factor of the full count; the weight of
     # the customer's own atom uses gm_k = factor(c_k - 1) instead. Both change only when the
     # customer moves, so most reseatings need no division on their critical path.
     nnz = rows.shape[0]
-    cap = C_k.shape[0]
+    cap = tab.C_k.shape[0]
     gm = np.zeros(cap)
     for a in range(n_active):
-        k = active[a]
-        gm[k] = atom_factor(C_k[k] - 1.0, Ia1, Ja2)
+        k = tab.active[a]
+        gm[k] = atom_factor(tab.C_k[k] - 1.0, Ia1, Ja2)
     w = np.empty(cap + 1)
+    P = np.empty(cap // 4 + 2)          # block sums of w (common.block_cdf)
     new_off = np.empty(nnz + 1, dtype=np.int64)
     new_z = np.empty(z.shape[0] + nnz * n_moves + 16, dtype=np.int64)
     M = 0
@@ -319,26 +326,27 @@ def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_
             M += 1
             if not reseat:
                 continue
+            C_i, C_j, C_k, g, active, pos = tab
             closed = C_k[kold] == 1.0
             if closed:                          # its only customer: close the atom (swap-remove)
-                n_active = _remove_customer(i, j, kold, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
+                n_active = _remove_customer(i, j, kold, tab, n_active, zp)
                 gm[kold] = 0.0
-                total = seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new,
-                                     w, -1, 0.0)
-            else:                               # counts still include the customer; see seat_weights
-                total = seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new,
-                                     w, kold, gm[kold])
-            a = draw_seat(rng, w, n_active + 1, total)
+                total = _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, -1, 0.0)
+            else:                               # counts still include the customer; see _weights
+                total = _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, kold,
+                                 gm[kold])
+            a = draw_categorical(rng, w, n_active + 1, P, total)
             if a == n_active:                   # open a new atom
-                C_i, C_j, C_k, g, active, pos, n_active, k = _new_atom(C_i, C_j, C_k, g, active, pos,
-                                                                       n_active)
-                if gm.shape[0] < C_k.shape[0]:      # the arrays grew (w is kept: see the birth)
-                    gm = _zero_padded(gm, C_k.shape[0])
-                    w = _zero_padded(w, C_k.shape[0] + 1)
+                tab, n_active, k = _new_atom(tab, n_active)
+                if gm.shape[0] < tab.C_k.shape[0]:      # the tables grew (w is kept: see the birth)
+                    gm = _zero_padded(gm, tab.C_k.shape[0])
+                    w = _zero_padded(w, tab.C_k.shape[0] + 1)
+                    P = np.empty(tab.C_k.shape[0] // 4 + 2)
             else:
                 k = active[a]
             if k == kold and not closed:        # stays: nothing changes
                 continue
+            C_i, C_j, C_k, g, active, pos = tab
             new_z[M - 1] = k
             if not closed:
                 C_i[i, kold] -= 1.0
@@ -352,6 +360,7 @@ def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_
             gm[k] = g[k]
             g[k] = atom_factor(C_k[k], Ia1, Ja2)
         for move in range(n_moves):
+            C_i, C_j, C_k, g, active, pos = tab
             n = M - start
             u = rng.random()
             if u < 0.5:                                             # birth
@@ -361,28 +370,28 @@ def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_
                     p = pos[k]
                     w[p] = g[k] * (alpha1 + C_i[i, k]) * (alpha2 + C_j[j, k])
                     w[n_active] = w_new
-                    F = blocked_total(w, n_active + 1)
+                    F = block_cdf(w, n_active + 1, P)
                 else:
-                    F = seat_weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w)
+                    F = _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, -1, 0.0)
                 if (u + u) * (c0 + 1.0) * (n + 1) < F:             # 2u ~ U(0, 1) given u < 1/2
-                    a = draw_seat(rng, w, n_active + 1, F)
+                    a = draw_categorical(rng, w, n_active + 1, P, F)
                     if a == n_active:
-                        C_i, C_j, C_k, g, active, pos, n_active, k = _new_atom(C_i, C_j, C_k, g, active,
-                                                                               pos, n_active)
-                        if gm.shape[0] < C_k.shape[0]:
-                            gm = _zero_padded(gm, C_k.shape[0])
-                            w = np.empty(C_k.shape[0] + 1)
+                        tab, n_active, k = _new_atom(tab, n_active)
+                        if gm.shape[0] < tab.C_k.shape[0]:
+                            gm = _zero_padded(gm, tab.C_k.shape[0])
+                            w = np.empty(tab.C_k.shape[0] + 1)
+                            P = np.empty(tab.C_k.shape[0] // 4 + 2)
                     else:
                         k = active[a]
-                    gm[k] = g[k]
-                    _add_customer(i, j, k, C_i, C_j, C_k, g, Ia1, Ja2)
+                    gm[k] = tab.g[k]
+                    _add_customer(i, j, k, tab, zp)
                     new_z[M] = k
                     M += 1
             elif n >= 2 or (n == 1 and e >= n_ones):                # death (a one keeps one)
                 s = start + int((u + u - 1.0) * n)                  # 2u - 1 ~ U(0, 1) given u >= 1/2
                 kd = new_z[s]
-                n_minus = _remove_customer(i, j, kd, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2)
-                Fm = seat_weights(i, j, C_i, C_j, g, active, n_minus, alpha1, alpha2, w_new, w)
+                n_minus = _remove_customer(i, j, kd, tab, n_active, zp)
+                Fm = _weights(i, j, C_i, C_j, g, active, n_minus, alpha1, alpha2, w_new, w, P, -1, 0.0)
                 if rng.random() * Fm < (c0 + 1.0) * n:
                     new_z[s] = new_z[M - 1]
                     M -= 1
@@ -392,28 +401,25 @@ def _seating_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_
                     if n_minus < n_active:                          # its atom was closed: reopen it last
                         active[n_minus] = kd
                         pos[kd] = n_minus
-                    _add_customer(i, j, kd, C_i, C_j, C_k, g, Ia1, Ja2)
+                    _add_customer(i, j, kd, tab, zp)
         new_off[e + 1] = M
-    return new_off, new_z[:M].copy(), C_i, C_j, C_k, g, active, pos, n_active
+    return new_off, new_z[:M].copy(), tab, n_active
 
 
 @njit(cache=True)
-def _int_seating_pass(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active, alpha1,
-                      alpha2, gamma0, c0, reseat, n_moves):
-    """``_seating_pass`` (``reseat``, ``n_moves``, ``c0``) on the int64 seating of ``seat_counts``
-    / ``active_from_counts``, through its float form (``to_float_seating`` with I alpha1, J alpha2,
-    I x J the count tables, and the new atom's weight gamma0/(I J); then ``to_int_seating``).
-    Returns ``(offsets, z, n_ik, n_jk, n_k, active, pos, n_active)``, new arrays."""
-    I = n_ik.shape[0]
-    J = n_jk.shape[0]
-    Ia1 = I * alpha1
-    Ja2 = J * alpha2
-    C_i, C_j, C_k, g, act, ps = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2)
-    off, new_z, C_i, C_j, C_k, g, act, ps, n_active = _seating_pass(
-        rng, rows, cols, offsets, z, C_i, C_j, C_k, g, act, ps, n_active, Ia1, Ja2, alpha1, alpha2,
-        gamma0 / (I * J), c0, reseat, n_moves)
-    n_ik, n_jk, n_k, act, ps, n_active = to_int_seating(C_i, C_j, C_k, act, ps, n_active)
-    return off, new_z, n_ik, n_jk, n_k, act, ps, n_active
+def _int_seating_pass(rng, ones, seat, active, pos, n_active, hyper, reseat, n_moves):
+    """``_seating_pass`` (``reseat``, ``n_moves``) on the int64 seating ``seat`` (:class:`Seating`) of
+    ``seat_counts`` / ``active_from_counts``, through its float form (``to_float_seating``, with the
+    count tables' I x J as the matrix; then ``to_int_seating``). ``hyper``: (alpha1, alpha2, gamma0,
+    c0). Returns the new :class:`Seating` and ``(active, pos, n_active)``, new arrays."""
+    alpha1, alpha2, gamma0, c0 = hyper
+    zp = z_params(seat.n_ik.shape[0], seat.n_jk.shape[0], alpha1, alpha2, gamma0, c0)
+    tab = to_float_seating(seat.n_ik, seat.n_jk, seat.n_k, active, pos, n_active, zp.Ia1, zp.Ja2)
+    off, new_z, tab, n_active = _seating_pass(rng, ones, seat.offsets, seat.z, tab, n_active, zp, reseat,
+                                              n_moves)
+    n_ik, n_jk, n_k, act, ps, n_active = to_int_seating(tab.C_i, tab.C_j, tab.C_k, tab.active, tab.pos,
+                                                        n_active)
+    return Seating(off, new_z, n_ik, n_jk, n_k), act, ps, n_active
 
 
 @njit(cache=True)
@@ -423,18 +429,24 @@ def sample_assignments(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos
 
     Takes and returns the seating of ``seat_counts``/``active_from_counts``
     ``(n_ik, n_jk, n_k, active, pos, n_active)`` (``z`` is updated in place; the arrays
-    returned are new). ``idepm_sweep`` runs the same kernel on the float form directly.
+    returned are new). ``sweep`` runs the same kernel on the float form directly.
     """
-    _, new_z, n_ik, n_jk, n_k, act, ps, n_active = _int_seating_pass(
-        rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active, alpha1, alpha2, gamma0,
-        0.0, True, 0)
-    z[:] = new_z
-    return n_ik, n_jk, n_k, act, ps, n_active
+    seat, act, ps, n_active = _int_seating_pass(
+        rng, Ones(rows, cols, rows.shape[0]), Seating(offsets, z, n_ik, n_jk, n_k), active, pos, n_active,
+        (alpha1, alpha2, gamma0, 0.0), True, 0)
+    z[:] = seat.z
+    return seat.n_ik, seat.n_jk, seat.n_k, act, ps, n_active
+
+
+#: atoms per block of ``sample_active_parameters`` (one 64-byte cache line of a row of counts)
+_ATOM_BLOCK = 8
 
 
 @njit(cache=True)
 def sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active, alpha1, alpha2, c0, I=0, J=0):
-    """phi, psi, lambda of the K+ active atoms given the seating (Sec. 4.3, 'Sampling m').
+    """phi, psi, lambda of the K+ active atoms given the seating (Sec. 4.3, 'Sampling m'):
+    phi_.k ~ Dir(alpha1 + n_.k), psi_.k ~ Dir(alpha2 + n_.k), lambda_k ~ Gamma(n_k, c0 + 1)
+    (Eqs. (7)-(8)), drawn atom by atom in that order.
 
     Returns phi (I' x K+), psi (J' x K+), lam (K+) in the order of ``active[:n_active]``, for the
     I' = ``n_ik.shape[0]`` rows and J' columns of the count tables. When the tables hold only some
@@ -442,6 +454,8 @@ def sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active, alpha1, alp
     phi_.k ~ Dir(alpha1 + n_.k) over all I rows is drawn exactly through I' + 1 components: the
     I' rows and the rest, whose total concentration is (I - I') alpha1 (aggregation property of
     the Dirichlet); the rest's component is dropped. Same for psi. ``I = 0`` (default): I = I'.
+    The counts are read, and phi, psi written, by rows, ``_ATOM_BLOCK`` atoms at a time (through
+    small transposed buffers), not down one column per atom.
     """
     Ic = n_ik.shape[0]
     Jc = n_jk.shape[0]
@@ -450,41 +464,50 @@ def sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active, alpha1, alp
     ni = Ic + 1 if rest_i > 0.0 else Ic
     nj = Jc + 1 if rest_j > 0.0 else Jc
     K = n_active
+    B = _ATOM_BLOCK
     phi = np.empty((Ic, K))
     psi = np.empty((Jc, K))
     lam = np.empty(K)
-    ci = np.empty(ni)
-    cj = np.empty(nj)
-    col_i = np.empty(ni)
-    col_j = np.empty(nj)
-    if ni > Ic:
-        ci[Ic] = rest_i
-    if nj > Jc:
-        cj[Jc] = rest_j
-    for a in range(K):
-        k = active[a]
+    ci = np.empty((B, ni))              # the concentrations of a block of atoms, one row per atom
+    cj = np.empty((B, nj))
+    col_i = np.empty((B, ni))
+    col_j = np.empty((B, nj))
+    for a0 in range(0, K, B):
+        kb = min(B, K - a0)
         for i in range(Ic):
-            ci[i] = alpha1 + n_ik[i, k]
-        sample_dirichlet(rng, ci, col_i)
-        phi[:, a] = col_i[:Ic]
+            for b in range(kb):
+                ci[b, i] = alpha1 + n_ik[i, active[a0 + b]]
         for j in range(Jc):
-            cj[j] = alpha2 + n_jk[j, k]
-        sample_dirichlet(rng, cj, col_j)
-        psi[:, a] = col_j[:Jc]
-        lam[a] = sample_gamma(rng, float(n_k[k]), c0 + 1.0)
+            for b in range(kb):
+                cj[b, j] = alpha2 + n_jk[j, active[a0 + b]]
+        for b in range(kb):
+            if ni > Ic:
+                ci[b, Ic] = rest_i
+            if nj > Jc:
+                cj[b, Jc] = rest_j
+            sample_dirichlet(rng, ci[b], col_i[b])
+            sample_dirichlet(rng, cj[b], col_j[b])
+            lam[a0 + b] = sample_gamma(rng, float(n_k[active[a0 + b]]), c0 + 1.0)
+        for i in range(Ic):
+            for b in range(kb):
+                phi[i, a0 + b] = col_i[b, i]
+        for j in range(Jc):
+            for b in range(kb):
+                psi[j, a0 + b] = col_j[b, j]
     return phi, psi, lam
 
 
 @njit(cache=True)
 def resample_customers(rng, rows, cols, phi, psi, lam):
     """Eqs. (7)-(8): m_ij. ~ ZTP(sum_k phi_ik psi_jk lambda_k) over the K+ active atoms,
-    seated by the multinomial. Returns (offsets, z) with atom labels 0..K+-1."""
+    seated by the multinomial (``distributions.sample_categorical``, the cdf summed atom by atom).
+    Returns (offsets, z) with atom labels 0..K+-1."""
     nnz = rows.shape[0]
     K = lam.shape[0]
     offsets = np.empty(nnz + 1, dtype=np.int64)
     cap = 2 * nnz + 16
     z = np.empty(cap, dtype=np.int64)
-    cum = np.empty(K)
+    w = np.empty(K)
     M = 0
     offsets[0] = 0
     for e in range(nnz):
@@ -492,8 +515,8 @@ def resample_customers(rng, rows, cols, phi, psi, lam):
         j = cols[e]
         s = 0.0
         for k in range(K):
-            s += phi[i, k] * psi[j, k] * lam[k]
-            cum[k] = s
+            w[k] = phi[i, k] * psi[j, k] * lam[k]
+            s += w[k]
         n = sample_ztp(rng, s)
         if M + n > cap:
             while M + n > cap:
@@ -502,20 +525,7 @@ def resample_customers(rng, rows, cols, phi, psi, lam):
             znew[:M] = z[:M]
             z = znew
         for _ in range(n):
-            if s > 0.0:
-                u = rng.random() * s
-                lo = 0
-                hi = K - 1
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if cum[mid] > u:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                k = lo
-            else:
-                k = int(rng.random() * K)
-            z[M] = k
+            z[M] = sample_categorical(rng, w, s) if s > 0.0 else int(rng.random() * K)
             M += 1
         offsets[e + 1] = M
     return offsets, z[:M].copy()
@@ -568,13 +578,16 @@ def birth_death_customers(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, 
     accounts for the atoms not yet in use. ``n_moves`` moves per entry.
     Takes the id-indexed seating; returns (offsets, z, n_ik, n_jk, n_k, active, pos, n_active).
     """
-    return _int_seating_pass(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, active, pos, n_active,
-                             alpha1, alpha2, gamma0, c0, False, n_moves)
+    seat, act, ps, n_active = _int_seating_pass(
+        rng, Ones(rows, cols, rows.shape[0]), Seating(offsets, z, n_ik, n_jk, n_k), active, pos, n_active,
+        (alpha1, alpha2, gamma0, c0), False, n_moves)
+    return seat.offsets, seat.z, seat.n_ik, seat.n_jk, seat.n_k, act, ps, n_active
 
 
 @njit(cache=True)
-def _gather_counts(C_i, C_j, C_k, active, n_active):
+def _gather_counts(tab, n_active):
     """int64 counts of the active atoms, in active-list order (column a = atom ``active[a]``)."""
+    C_i, C_j, C_k, active = tab.C_i, tab.C_j, tab.C_k, tab.active
     K = max(n_active, 1)
     n_ik = np.zeros((C_i.shape[0], K), dtype=np.int64)
     n_jk = np.zeros((C_j.shape[0], K), dtype=np.int64)
@@ -604,64 +617,70 @@ def _relabel(z, active, n_active, Kcap):
 
 
 @njit(cache=True)
-def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, exact_m=True, n_moves=1,
-                n_ones=-1):
-    """One sweep of the IDEPM's collapsed Gibbs sampler.
+def sweep(rng, ones, seat, I, J, h, prior, exact_m, n_moves):
+    """One sweep of the IDEPM's collapsed Gibbs sampler (steps 1-5 of the module docstring).
 
-    Takes the seating ``(offsets, z)`` with its counts ``(n_ik, n_jk, n_k)`` (``seat_counts``; atom
-    labels in ``z`` below ``n_k.shape[0]``). ``I`` and ``J`` are the matrix's dimensions, which enter
-    the weights (Eq. 6) and the concentration updates; the count tables may hold only the
-    I' <= I rows and J' <= J columns that carry ones (``rows``, ``cols`` index those), since a row
-    without customers contributes a factor 1 to Eq. (5): memory O(M + (I' + J') K+) and returns the new seating with its counts, the atoms
-    relabelled 0..K+-1 in the order of the active list: ``(offsets, z, n_ik, n_jk, n_k, K+)``.
-    ``h`` (alpha1, alpha2, gamma0, c0) is updated in place.
+    ``ones``: the entries (``common.Ones``); ``seat``: the :class:`Seating` (atom labels in ``z``
+    below ``n_k.shape[0]``). ``I`` and ``J`` are the matrix's dimensions, which enter the weights
+    (Eq. 6) and the concentration updates; the count tables may hold only the I' <= I rows and
+    J' <= J columns that carry ones (``ones`` indexes those), since a row without customers
+    contributes a factor 1 to Eq. (5): memory O(M + (I' + J') K+). ``h`` (alpha1, alpha2, gamma0,
+    c0) is updated in place; ``prior``: ``common.Prior`` (e0, f0).
 
-    ``n_ones``: the entries ``e >= n_ones`` of ``rows``, ``cols`` are missing entries, whose
-    customers may number zero (``_seating_pass``); only with ``exact_m``. Default -1: all are ones.
+    Returns ``(seating, K+)``: the new :class:`Seating`, its atoms relabelled 0..K+-1 in the order
+    of the active list (count tables K+ wide).
 
     ``exact_m=True``: z-step and exact m-step in one pass over the ones (``_seating_pass``: at each
-    one, its customers are reseated by Eq. (6), then one birth-or-death move, see
-    ``birth_death_customers``); ``exact_m=False``: the z-step, then the paper's m-step (Eqs. (7)-(8)).
-    Then alpha1, alpha2 (Eqs. (32)-(34)), gamma0 (Eq. 43), c0 (Eqs. (44)-(46)).
+    one, its customers are reseated by Eq. (6), then ``n_moves`` birth-or-death moves, see
+    ``birth_death_customers``); the missing entries ``e >= ones.n_ones`` may then lose their last
+    customer. ``exact_m=False``: the z-step, then the paper's m-step (Eqs. (7)-(8)). Then alpha1,
+    alpha2 (Eqs. (32)-(34)), gamma0 (Eq. 43), c0 (Eqs. (44)-(46)).
 
     The collapsed chain needs no phi, psi, lambda; for predictions, draw the active atoms'
     parameters from their conditional given the returned seating with
-    ``sample_active_parameters(rng, n_ik, n_jk, n_k, np.arange(K), K, alpha1, alpha2, c0)``.
+    ``sample_active_parameters(rng, n_ik, n_jk, n_k, np.arange(K), K, alpha1, alpha2, c0, I, J)``.
     """
-    active, pos, n_active = _active_from_counts(n_k)
-    alpha1, alpha2, gamma0 = h[ALPHA1], h[ALPHA2], h[GAMMA0]
-    Ia1 = I * alpha1
-    Ja2 = J * alpha2
-    w_new = gamma0 / (I * J)
-    C_i, C_j, C_k, g, active, pos = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, Ia1, Ja2,
-                                                     n_active + 16)
-    if exact_m:                          # z-step and birth-death moves in one pass over the ones
-        offsets, z, C_i, C_j, C_k, g, active, pos, n_active = _seating_pass(
-            rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2,
-            alpha1, alpha2, w_new, h[C0], True, n_moves, n_ones)
+    rows, cols = ones.rows, ones.cols
+    offsets, z, n_ik, n_jk, n_k = seat
+    e0, f0 = prior.e0, prior.f0
+    active, pos, n_active = active_from_counts(n_k)
+    zp = ZParams(I * h[ALPHA1], J * h[ALPHA2], h[ALPHA1], h[ALPHA2], h[GAMMA0] / (I * J), h[C0])
+    tab = to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, zp.Ia1, zp.Ja2, n_active + 16)
+    if exact_m:                          # 1-2: z-step and birth-death moves in one pass over the ones
+        offsets, z, tab, n_active = _seating_pass(rng, ones, offsets, z, tab, n_active, zp, True, n_moves)
         for s in range(z.shape[0]):          # atom ids -> places 0..K+-1 in the active list
-            z[s] = pos[z[s]]
-        n_ik, n_jk, n_k = _gather_counts(C_i, C_j, C_k, active, n_active)
-    else:
-        offsets, z, C_i, C_j, C_k, g, active, pos, n_active = _seating_pass(
-            rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, Ia1, Ja2,
-            alpha1, alpha2, w_new, h[C0], True, 0)
-        n_ik, n_jk, n_k, active, pos, n_active = to_int_seating(C_i, C_j, C_k, active, pos, n_active)
+            z[s] = tab.pos[z[s]]
+        n_ik, n_jk, n_k = _gather_counts(tab, n_active)
+    else:                                # 1: z-step; 2: the paper's m-step, Eqs. (7)-(8)
+        offsets, z, tab, n_active = _seating_pass(rng, ones, offsets, z, tab, n_active, zp, True, 0)
+        n_ik, n_jk, n_k, active, pos, n_active = to_int_seating(tab.C_i, tab.C_j, tab.C_k, tab.active,
+                                                                tab.pos, n_active)
         phi, psi, lam = sample_active_parameters(rng, n_ik, n_jk, n_k, active, n_active,
                                                  h[ALPHA1], h[ALPHA2], h[C0], I, J)
         offsets, z = resample_customers(rng, rows, cols, phi, psi, lam)
         n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, n_ik.shape[0], n_jk.shape[0],
                                       max(lam.shape[0], 1))
-    active, pos, n_active = _active_from_counts(n_k)
+    active, pos, n_active = active_from_counts(n_k)
     if n_active < n_k.shape[0]:          # atoms emptied by the m-step: relabel to 0..K+-1
         z = _relabel(z, active, n_active, n_k.shape[0])
         n_ik, n_jk, n_k = seat_counts(rows, cols, offsets, z, n_ik.shape[0], n_jk.shape[0], max(n_active, 1))
-        active, pos, n_active = _active_from_counts(n_k)
-    h[ALPHA1] = sample_concentration(rng, n_ik, n_k, h[ALPHA1], I, e0, f0)
+        active, pos, n_active = active_from_counts(n_k)
+    h[ALPHA1] = sample_concentration(rng, n_ik, n_k, h[ALPHA1], I, e0, f0)     # 3: Eqs. (32)-(34)
     h[ALPHA2] = sample_concentration(rng, n_jk, n_k, h[ALPHA2], J, e0, f0)
-    h[GAMMA0] = sample_gamma0_idepm(rng, n_active, h[C0], e0, f0)
-    h[C0] = sample_c0_idepm(rng, n_k, active, n_active, h[GAMMA0], h[C0], e0, f0)
-    return offsets, z, n_ik, n_jk, n_k, n_active
+    h[GAMMA0] = sample_gamma0_idepm(rng, n_active, h[C0], e0, f0)              # 4: Eq. (43)
+    h[C0] = sample_c0_idepm(rng, n_k, active, n_active, h[GAMMA0], h[C0], e0, f0)  # 5: Eqs. (44)-(46)
+    return Seating(offsets, z, n_ik, n_jk, n_k), n_active
+
+
+@njit(cache=True)
+def idepm_sweep(rng, rows, cols, offsets, z, n_ik, n_jk, n_k, I, J, h, e0, f0, exact_m=True, n_moves=1,
+                n_ones=-1):
+    """:func:`sweep` with its arguments one by one, as the chapters call it: the entries (``rows``,
+    ``cols``; ``n_ones`` = -1, the default: all are ones), the seating and its counts, I, J, h and
+    the hyperprior (e0, f0). Returns ``(offsets, z, n_ik, n_jk, n_k, K+)``."""
+    seat, K = sweep(rng, Ones(rows, cols, n_ones if n_ones >= 0 else rows.shape[0]),
+                    Seating(offsets, z, n_ik, n_jk, n_k), I, J, h, Prior(e0, f0), exact_m, n_moves)
+    return seat.offsets, seat.z, seat.n_ik, seat.n_jk, seat.n_k, K
 
 
 #: counts below this have their lgamma terms looked up in ``log_joint`` (tables built per call)
