@@ -42,6 +42,7 @@ from numba import njit  # noqa: E402
 import epm_lib  # noqa: E402
 from epm_lib.distributions import cepm_grid, sample_ztp  # noqa: E402
 from epm_lib.models import common, gamma_epm as ge, depm, idepm  # noqa: E402
+from epm_lib.models.common import Ones  # noqa: E402
 
 import bench_sweeps as bench  # noqa: E402  (same folder: data loading and the kernel)
 
@@ -129,17 +130,15 @@ def idepm_steps(tm, rng, rows, cols, offsets, z, counts, I, J, h):
     active atoms' parameters for predictions (not part of the sweep). Returns the new state."""
     n_ik, n_jk, n_k = counts
     a1, a2, g0, c0 = h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.GAMMA0], h[idepm.C0]
+    ones, zp = Ones(rows, cols, int(rows.shape[0])), idepm.z_params(I, J, a1, a2, g0, c0)
     with tm("setup: active list, float counts and atom factors"):
         active, pos, n_active = idepm.active_from_counts(n_k)
-        C_i, C_j, C_k, g, active, pos = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active,
-                                                               I * a1, J * a2, n_active + 16)
+        tab = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, zp.Ia1, zp.Ja2, n_active + 16)
     with tm("z-step (Eq. 6) and birth-death move, one pass over the ones"):
-        offsets, z, C_i, C_j, C_k, g, active, pos, n_active = idepm._seating_pass(
-            rng, rows, cols, offsets, z, C_i, C_j, C_k, g, active, pos, n_active, I * a1, J * a2,
-            a1, a2, g0 / (I * J), c0, True, 1)
+        offsets, z, tab, n_active = idepm._seating_pass(rng, ones, offsets, z, tab, n_active, zp, True, 1)
     with tm("relabel atoms 0..K+-1, int counts"):
-        z = pos[z]
-        n_ik, n_jk, n_k = idepm._gather_counts(C_i, C_j, C_k, active, n_active)
+        z = tab.pos[z]
+        n_ik, n_jk, n_k = idepm._gather_counts(tab, n_active)
         active, pos, n_active = idepm.active_from_counts(n_k)
     with tm("hyper: alpha1, alpha2 (Beta + CRT draws)"):
         h[idepm.ALPHA1] = idepm.sample_concentration(rng, n_ik, n_k, h[idepm.ALPHA1], I, E0, F0)
@@ -159,12 +158,12 @@ def idepm_pass_parts(rng, rows, cols, offsets, z, counts, I, J, h, repeats):
     n_ik, n_jk, n_k = counts
     a1, a2, g0, c0 = h[idepm.ALPHA1], h[idepm.ALPHA2], h[idepm.GAMMA0], h[idepm.C0]
     active, pos, n_active = idepm.active_from_counts(n_k)
+    ones, zp = Ones(rows, cols, int(rows.shape[0])), idepm.z_params(I, J, a1, a2, g0, c0)
     out = []
     for reseat, moves in ((True, 0), (False, 1)):
         def one():
-            seat = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, I * a1, J * a2, n_active + 16)
-            idepm._seating_pass(rng, rows, cols, offsets, z.copy(), *seat, n_active, I * a1, J * a2,
-                                a1, a2, g0 / (I * J), c0, reseat, moves)
+            tab = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, zp.Ia1, zp.Ja2, n_active + 16)
+            idepm._seating_pass(rng, ones, offsets, z.copy(), tab, n_active, zp, reseat, moves)
         out.append(cpu_of(one, repeats))
     return out
 

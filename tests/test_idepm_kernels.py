@@ -2,8 +2,8 @@
 
 The sampler keeps float64 counts and a per-atom factor g_k (updated only when a customer
 moves), sums the weights of Eq. (6) in blocks of four and draws a seat by inverting the
-blocked cumulative sums. These tests pin each piece to the plain formula: the law of
-``draw_seat`` (chi-square, zero weights, extreme ranges, every block boundary), the weights of
+blocked cumulative sums (``common.draw_categorical``, the m-step's draw). These tests pin each
+piece to the plain formula: the law of ``draw_seat`` (chi-square, zero weights, extreme ranges, every block boundary), the weights of
 ``seat_weights`` (own-atom shortcut = explicit removal; = Eq. (6) with J alpha2), and the
 round trip of the seating representations. The whole sampler is checked against Theorem 4 by
 the Geweke test and by enumeration in ``chapters/14_idepm_sampler``.
@@ -13,6 +13,7 @@ import pytest
 from numba import njit
 
 from epm_lib.models import idepm
+from epm_lib.models.common import ones_of as _ones
 from test_distributions import P_MIN, pooled_chisquare
 
 
@@ -151,9 +152,9 @@ def test_seating_pass_keeps_the_counts_of_its_seating():
     a1, a2, g0, c0 = 0.4, 0.9, 3.0, 0.2
     seat = idepm.to_float_seating(n_ik, n_jk, n_k, active, pos, n_active, I * a1, J * a2, 4)
     for sweep in range(30):
-        off, z, C_i, C_j, C_k, g, act, ps, n_active = idepm._seating_pass(
-            rng, rows, cols, off, z, *seat, n_active, I * a1, J * a2, a1, a2, g0 / (I * J), c0, True, 1)
-        seat = (C_i, C_j, C_k, g, act, ps)
+        off, z, seat, n_active = idepm._seating_pass(rng, _ones(rows, cols), off, z, seat, n_active,
+                                                     idepm.z_params(I, J, a1, a2, g0, c0), True, 1)
+        C_i, C_j, C_k, g, act, ps = seat
         cap = C_k.shape[0]
         r_ik, r_jk, r_k = idepm.seat_counts(rows, cols, off, z, I, J, cap)
         assert np.array_equal(C_i, r_ik) and np.array_equal(C_j, r_jk) and np.array_equal(C_k, r_k)
@@ -171,6 +172,8 @@ def _reference_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, active, pos, n_a
     def factors():
         return np.where(C_k > 0, idepm.atom_factor(C_k, Ia1, Ja2), 0.0)
 
+    zp = idepm.ZParams(Ia1, Ja2, a1, a2, w_new, c0)
+
     new_z, new_off = [], [0]
     for e in range(rows.size):
         i, j = rows[e], cols[e]
@@ -179,8 +182,8 @@ def _reference_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, active, pos, n_a
             kold = z[s]
             w = np.empty(C_k.size + 2)
             if C_k[kold] == 1.0:
-                n_active = idepm._remove_customer(i, j, kold, C_i, C_j, C_k, factors(), active, pos,
-                                                  n_active, Ia1, Ja2)
+                n_active = idepm._remove_customer(i, j, kold, idepm.Tables(C_i, C_j, C_k, factors(), active, pos),
+                                                  n_active, zp)
                 total = idepm.seat_weights(i, j, C_i, C_j, factors(), active, n_active, a1, a2, w_new, w)
                 moved = True
             else:
@@ -191,8 +194,8 @@ def _reference_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, active, pos, n_a
                 moved = False
             a = idepm.draw_seat(rng, w, n_active + 1, total)
             if a == n_active:
-                C_i, C_j, C_k, _, active, pos, n_active, k = idepm._new_atom(C_i, C_j, C_k, factors(), active,
-                                                                             pos, n_active)
+                (C_i, C_j, C_k, _, active, pos), n_active, k = idepm._new_atom(
+                    idepm.Tables(C_i, C_j, C_k, factors(), active, pos), n_active)
             else:
                 k = active[a]
             if k != kold or moved:
@@ -208,8 +211,8 @@ def _reference_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, active, pos, n_a
             if (u + u) * (c0 + 1.0) * (n + 1) < F:
                 a = idepm.draw_seat(rng, w, n_active + 1, F)
                 if a == n_active:
-                    C_i, C_j, C_k, _, active, pos, n_active, k = idepm._new_atom(C_i, C_j, C_k, factors(),
-                                                                                 active, pos, n_active)
+                    (C_i, C_j, C_k, _, active, pos), n_active, k = idepm._new_atom(
+                        idepm.Tables(C_i, C_j, C_k, factors(), active, pos), n_active)
                 else:
                     k = active[a]
                 C_i[i, k] += 1; C_j[j, k] += 1; C_k[k] += 1
@@ -217,7 +220,8 @@ def _reference_pass(rng, rows, cols, offsets, z, C_i, C_j, C_k, active, pos, n_a
         elif n >= 2:
             s = int((u + u - 1.0) * n)
             kd = mine[s]
-            n_minus = idepm._remove_customer(i, j, kd, C_i, C_j, C_k, factors(), active, pos, n_active, Ia1, Ja2)
+            n_minus = idepm._remove_customer(i, j, kd, idepm.Tables(C_i, C_j, C_k, factors(), active, pos),
+                                             n_active, zp)
             Fm = idepm.seat_weights(i, j, C_i, C_j, factors(), active, n_minus, a1, a2, w_new, w)
             if rng.random() * Fm < (c0 + 1.0) * n:
                 mine[s] = mine[-1]
@@ -246,8 +250,8 @@ def test_fused_pass_equals_the_plain_reference(seed):
     zf, offf, zr, offr, nf, nr = z.copy(), off.copy(), z.copy(), off.copy(), n_active, n_active
     rf, rr = np.random.default_rng(100 + seed), np.random.default_rng(100 + seed)
     for sweep in range(40):
-        offf, zf, *fast, nf = idepm._seating_pass(rf, rows, cols, offf, zf, *fast, nf, Ia1, Ja2,
-                                                  a1, a2, g0 / (I * J), c0, True, 1)
+        offf, zf, fast, nf = idepm._seating_pass(rf, _ones(rows, cols), offf, zf, fast, nf,
+                                                 idepm.ZParams(Ia1, Ja2, a1, a2, g0 / (I * J), c0), True, 1)
         offr, zr, C_i, C_j, C_k, act, ps, nr = _reference_pass(
             rr, rows, cols, offr, zr, ref[0], ref[1], ref[2], ref[4], ref[5], nr, Ia1, Ja2,
             a1, a2, g0 / (I * J), c0)

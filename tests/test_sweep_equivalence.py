@@ -44,21 +44,82 @@ def _reference_draw_atom(rng, s, P, G, T, ri, cj):
 
 
 @njit
+def _reference_group_sums(ri, cj, P, G, T):
+    """The m-step's block sums before issue 31, item 4 (products summed as they are made)."""
+    acc = 0.0
+    P[0] = 0.0
+    for g in range(G):
+        k = 4 * g
+        acc += (ri[k] * cj[k] + ri[k + 1] * cj[k + 1]) + (ri[k + 2] * cj[k + 2] + ri[k + 3] * cj[k + 3])
+        P[g + 1] = acc
+    for k in range(4 * G, T):
+        acc += ri[k] * cj[k]
+    P[G + 1] = acc
+    return acc
+
+
+@njit
+def _reference_draw_seat(rng, w, n, total):
+    """The IDEPM's draw before issue 31, item 4: a scan over the blocks of four, then within."""
+    u = rng.random() * total
+    cum = 0.0
+    b = 0
+    while b + 4 <= n:
+        nxt = cum + ((w[b] + w[b + 1]) + (w[b + 2] + w[b + 3]))
+        if u < nxt:
+            for a in range(b, b + 4):
+                cum += w[a]
+                if u < cum:
+                    return a
+            for a in range(b + 3, -1, -1):
+                if w[a] > 0.0:
+                    return a
+            return b + 3
+        cum = nxt
+        b += 4
+    while b < n:
+        cum += w[b]
+        if u < cum:
+            return b
+        b += 1
+    for a in range(n - 1, -1, -1):
+        if w[a] > 0.0:
+            return a
+    return n - 1
+
+
+@njit
 def _draws(rng, ri, cj, n, reference):
     T = ri.shape[0]
     G = T // 4
     P = np.empty(G + 2)
-    s = common._group_sums(ri, cj, P, G, T)
+    w = ri * cj
+    if reference:
+        s = _reference_group_sums(ri, cj, P, G, T)
+    else:
+        s = common.block_cdf(w, T, P)
     out = np.empty(n, dtype=np.int64)
     for t in range(n):
         out[t] = _reference_draw_atom(rng, s, P, G, T, ri, cj) if reference else \
-            common._draw_atom(rng, s, P, G, T, ri, cj)
+            common.draw_categorical(rng, w, T, P, s)
     return out
+
+
+@njit
+def _seat_draws(rng, w, n, size):
+    P = np.empty(n // 4 + 1)
+    s = common.block_cdf(w, n, P)
+    a = np.empty(size, dtype=np.int64)
+    for t in range(size):
+        a[t] = common.draw_categorical(rng, w, n, P, s)
+    return a, s
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("T", [1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 64, 67, 128])
-def test_draw_atom_equals_binary_search_and_scan(T):
+def test_draw_categorical_equals_binary_search_and_scan(T):
+    # the one categorical draw of the sweeps (issue 31, item 4) against the m-step's former draw
+    # (binary search over the block sums, then a scan) and the IDEPM's former draw (a scan)
     rng = np.random.default_rng(T)
     for trial in range(20):
         ri = rng.gamma(0.3, 1.0, T) * 10.0 ** rng.integers(-300, 5, T)
@@ -72,11 +133,17 @@ def test_draw_atom_equals_binary_search_and_scan(T):
         a = _draws(np.random.default_rng(trial), ri, cj, 2000, True)
         b = _draws(np.random.default_rng(trial), ri, cj, 2000, False)
         np.testing.assert_array_equal(a, b)
+        w = ri * cj
+        if w.sum() > 0:
+            c, s = _seat_draws(np.random.default_rng(trial), w, T, 2000)
+            g = np.random.default_rng(trial)
+            d = np.array([_reference_draw_seat(g, w, T, s) for _ in range(2000)])
+            np.testing.assert_array_equal(c, d)
 
 
 @njit
 def _reference_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
-    """The m-step with one one at a time (``_group_sums``) and the reference seating."""
+    """The m-step with one one at a time (the former ``_group_sums``) and the reference seating."""
     I, T = R.shape
     Rl = common._scaled_rows(R, lam)
     G = T // 4
@@ -85,7 +152,7 @@ def _reference_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     for e in range(rows.shape[0]):
         i = rows[e]
         j = cols[e]
-        s = common._group_sums(Rl[i], C[j], P, G, T)
+        s = _reference_group_sums(Rl[i], C[j], P, G, T)
         n = sample_ztp(rng, s)
         M += n
         for _ in range(n):
@@ -93,6 +160,12 @@ def _reference_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
             m_ik[i, k] += 1
             m_jk[j, k] += 1
             m_k[k] += 1
+    return M
+
+
+def _keeping_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
+    M, off, z = common.m_step(rng, common.ones_of(rows, cols), R, C, lam, common.Counts(m_ik, m_jk, m_k), True)
+    assert off.shape[0] == rows.shape[0] + 1 and z.shape[0] == M == off[-1]
     return M
 
 
@@ -105,14 +178,15 @@ def test_latent_counts_equal_one_at_a_time(T, nnz):
     R, C, lam = rng.gamma(0.5, 1.0, (I, T)), rng.gamma(0.5, 1.0, (J, T)), rng.gamma(1.0, 1.0, T)
     lam[rng.random(T) < 0.3] = 1e-300
     out = []
-    for fn in (_reference_latent_counts, common.sample_latent_counts):
+    for fn in (_reference_latent_counts, common.sample_latent_counts, _keeping_seating):
         g = np.random.default_rng(7)
         m = (np.zeros((I, T), np.int64), np.zeros((J, T), np.int64), np.zeros(T, np.int64))
         M = fn(g, rows, cols, R, C, lam, *m)
         out.append((M, *m, g.bit_generator.state))
-    assert out[0][0] == out[1][0] and out[0][4] == out[1][4]
-    for a, b in zip(out[0][1:4], out[1][1:4]):
-        np.testing.assert_array_equal(a, b)
+    for other in out[1:]:
+        assert out[0][0] == other[0] and out[0][4] == other[4]
+        for a, b in zip(out[0][1:4], other[1:4]):
+            np.testing.assert_array_equal(a, b)
 
 
 @njit
