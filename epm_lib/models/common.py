@@ -35,7 +35,7 @@ from ..distributions import sample_ztp, sample_crt, sample_log_beta
 
 __all__ = [
     "Ones", "Counts", "Factors", "Prior",
-    "row_dot", "m_step", "sample_latent_counts", "block_cdf", "draw_categorical", "seat_counts",
+    "row_dot", "m_step", "sample_latent_counts", "sample_latent_seating", "block_cdf", "draw_categorical", "seat_counts",
     "m_step_error", "link_rates", "crt_sum", "dirichlet_multinomial_aux", "tdll_from_rates", "split_test",
     "test_loglik_sum", "parallel_threads",
 ]
@@ -332,6 +332,14 @@ def sample_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1)
     M, _, _ = m_step(rng, Ones(rows, cols, n_ones if n_ones >= 0 else rows.shape[0]), R, C, lam,
                      Counts(m_ik, m_jk, m_k), False)
     return M
+
+
+@njit(cache=True)
+def sample_latent_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1):
+    """:func:`m_step` keeping each customer's atom, with its arguments one by one (the name
+    ``chapters/13b_depm_moves`` cites): returns ``(M, offsets, z)``, the aggregates as there."""
+    return m_step(rng, Ones(rows, cols, n_ones if n_ones >= 0 else rows.shape[0]), R, C, lam,
+                  Counts(m_ik, m_jk, m_k), True)
 
 
 def m_step_error(code, rows, cols, model):

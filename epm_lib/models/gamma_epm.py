@@ -4,12 +4,12 @@ Derived step by step in ``chapters/11_epm_sampler`` (EPM) and
 ``chapters/12_cepm_sampler`` (CEPM). Hyperparameters travel as a float
 array ``h = [a1, b1, a2, b2, gamma0, c0]`` (indices ``A1 .. C0``).
 
-One sweep (``sweep(rng, ones, factors, counts, prior, options)``: the structures of
-``common``, ``Ones``, ``Factors`` (U, V, lambda, h), ``Counts``, ``Prior``, and
-:class:`GammaOptions`; ``epm_sweep`` takes the same arguments one by one), in this order; steps marked *collapsed* sample
-a hyperparameter with the factor it governs integrated out, so that factor
-is redrawn right after (a partially collapsed Gibbs step, which keeps the
-chain exact):
+One sweep (``sweep(rng, ones, factors, counts, prior, options)``, with the structures of
+``common``: ``Ones``, ``Factors`` (U, V, lambda, h), ``Counts``, ``Prior``, and
+:class:`GammaOptions`; ``epm_sweep`` takes the same arguments one by one), in this order;
+steps marked *collapsed* sample a hyperparameter with the factor it governs integrated out, so
+that factor is redrawn right after (a partially collapsed Gibbs step, which keeps the chain
+exact):
 
 1. m-step, Eqs. (10)-(11);
 2. b1 | U, a1 (Eq. 18, with U where the paper prints phi);
