@@ -31,7 +31,7 @@ time when the machine is busy. The
 DEPM chains from 4 atoms were the slowest in the stored run (about 0.2 s a sweep, against 0.04 s
 from 128 atoms): their empty atoms have lambda at the smallest normal double, and the m-step's
 products phi_ik psi_jk lambda_k were subnormal numbers, which the CPU handles slowly. The m-step
-now stores such products as 0 (``epm_lib.models.common._scaled_rows``; the draws are the same),
+now stores such products as 0 (``epm_lib.models.common._scale_row``; the draws are the same),
 which makes those sweeps about 3 times faster.
 
 Fails loudly: a data or checksum error, a chain that does not finish, or a trace with a
