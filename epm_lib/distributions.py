@@ -33,13 +33,20 @@ __all__ = [
 TINY = np.finfo(np.float64).tiny
 
 
+#: 1 - 1e-15: ``sample_ztp`` returns 1 at once for a uniform below this - rate/2 (< p_1)
+_ZTP_ONE_SURE_A = 1.0 - 1e-15
+
+
 @njit(cache=True)
 def sample_ztp(rng, rate):
     """One draw of the zero-truncated Poisson, P(k) = rate^k e^-rate / (k! (1 - e^-rate)), k >= 1.
 
     For rate < 1 it inverts the cdf, with p_1 = rate / expm1(rate) computed
     without cancellation, so a rate of 1e-12 gives 1 (as it should, with
-    probability 1 - 5e-13). For rate >= 1 it draws Poisson(rate) until the
+    probability 1 - 5e-13). Most uniforms fall below p_1 > 1 - rate/2 (its series
+    1 - x/2 + x^2/12 - ..., above 1 - x/2 on 0 < x < 1): below 1 - rate/2 - 1e-15 (room
+    for the few ulps by which the computed p_1 can miss the exact one) the draw is 1 without
+    computing p_1, the same draw as the inversion's. For rate >= 1 it draws Poisson(rate) until the
     draw is positive (acceptance >= 1 - 1/e), which stays fast for rates of
     1e4 and beyond. A rate <= 0 returns 1, the limit as rate -> 0.
     A rate that is NaN, infinite or above 9.2e18 (past int64; numba's
@@ -50,6 +57,8 @@ def sample_ztp(rng, rate):
         if rate <= 0.0:
             return 1
         u = rng.random()
+        if u < _ZTP_ONE_SURE_A - 0.5 * rate:    # below p_1 for sure: 1, without the expm1
+            return 1
         k = 1
         p = rate / math.expm1(rate)
         cum = p

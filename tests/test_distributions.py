@@ -279,6 +279,38 @@ def test_ztp_tiny_rate_gives_one():
     assert np.all(draws == 1)
 
 
+@njit(cache=True)
+def _ztp_by_inversion(rng, rate, size):
+    """sample_ztp's draws for 0 < rate < 1 by the plain inversion (p_1 computed for every draw)."""
+    out = np.empty(size, np.int64)
+    for n in range(size):
+        u = rng.random()
+        k = 1
+        p = rate / math.expm1(rate)
+        cum = p
+        while u > cum and p > 0.0:
+            k += 1
+            p *= rate / k
+            cum += p
+        out[n] = k
+    return out
+
+
+def test_ztp_shortcut_is_the_inversion():
+    """sample_ztp returns 1 without p_1 when u < (1 - 1e-15) - rate/2: that bound lies below the
+    computed p_1 = rate/expm1(rate) at every rate in (0, 1) (checked on a dense grid, tiny rates to
+    1 - 1e-16), and the draws are the plain inversion's, draw for draw, generator state included."""
+    from epm_lib.distributions import _ZTP_ONE_SURE_A
+    rates = np.concatenate([np.logspace(-300, -1, 30001), np.linspace(0.1, 1.0, 300001)[:-1],
+                            1.0 - np.logspace(-16, -1, 1001)])
+    p1 = rates / np.expm1(rates)
+    assert np.all(_ZTP_ONE_SURE_A - 0.5 * rates < p1)
+    for rate in (1e-12, 1e-3, 0.2, 0.5, 0.9, 0.999999):
+        a, b = np.random.default_rng(11), np.random.default_rng(11)
+        assert np.array_equal(_ztp_many(a, rate, 20000), _ztp_by_inversion(b, rate, 20000)), rate
+        assert a.bit_generator.state == b.bit_generator.state
+
+
 @pytest.mark.parametrize("rate", [0.0, -1.0, 5e-324])
 def test_ztp_zero_rate_gives_one(rate):
     rng = np.random.default_rng(2)
