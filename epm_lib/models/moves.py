@@ -903,6 +903,21 @@ def _reject_inconsistent(prop, index, stats, trace, it):
     return n
 
 
+@njit(cache=True, inline="always")
+def _shuffle_in(rng, order, m, customers, skip1, skip2):
+    """Inside-out shuffle step: the ``customers`` other than ``skip1`` and ``skip2`` added to the
+    uniformly random order ``order[:m]``, one uniform each; returns the new length."""
+    for c in customers:
+        if c != skip1 and c != skip2:
+            u = int(rng.random() * (m + 1))
+            if u > m:
+                u = m
+            order[m] = order[u]
+            order[u] = c
+            m += 1
+    return m
+
+
 @njit(cache=True)
 def _lay_out_customers(rng, prop, z, cust, index, lay):
     """S for customer units: the customers of the atom(s) other than the anchors, in uniformly
@@ -911,28 +926,9 @@ def _lay_out_customers(rng, prop, z, cust, index, lay):
     buf, start, size = index.buf, index.start, index.size
     order = lay.order
     k1, k2, s1, s2, split = prop.k1, prop.k2, prop.s1, prop.s2, prop.split
-    m = np.int64(0)
-    st = start[k1]
-    for p in range(st, st + size[k1]):
-        c = buf[p]
-        if c != s1 and c != s2:
-            u = int(rng.random() * (m + 1))
-            if u > m:
-                u = m
-            order[m] = order[u]
-            order[u] = c
-            m += 1
+    m = _shuffle_in(rng, order, np.int64(0), buf[start[k1]:start[k1] + size[k1]], s1, s2)
     if not split:
-        st = start[k2]
-        for p in range(st, st + size[k2]):
-            c = buf[p]
-            if c != s2:
-                u = int(rng.random() * (m + 1))
-                if u > m:
-                    u = m
-                order[m] = order[u]
-                order[u] = c
-                m += 1
+        m = _shuffle_in(rng, order, m, buf[start[k2]:start[k2] + size[k2]], s2, s2)
     for t in range(m):
         c = order[t]
         lay.row[t] = cust.row[c]
