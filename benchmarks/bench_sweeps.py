@@ -35,6 +35,13 @@ sweep draws no phi, psi, lambda; the draw of the active atoms' parameters that p
 (``fit`` makes it after each sweep when there is a test set, outside its sweep timing, like the
 test likelihood) is timed apart and printed below the table.
 
+The *floor* (``draw_floor``) is what a sweep cannot go below while it makes numpy's generator's
+draws: its rates at the speed of light, plus the uniforms it draws one by one (``uniforms ms``:
+the m-step's ZTP and seating draws, or the IDEPM's z-step and birth-or-death draws) and its factor
+draws (``factor draws ms``: the EPM's and CEPM's (I + J) T gamma draws of U and V, the DEPM's 2 T
+Dirichlet columns), each timed alone on the sampler's state; ``floor x ref`` is that sum over the
+reference kernel. The hyperparameter steps are left out, so the floor is a lower bound.
+
 Everything runs on one core: ``NUMBA_NUM_THREADS=1`` is set before numba is imported
 (the kernels are serial anyway). See ``benchmarks/profile_steps.py`` for where the time
 of a sweep goes, and ``chapters/16_performance`` for the cost model.
@@ -148,7 +155,7 @@ def time_calls(fn, repeats, best=False):
 def kernel_seconds(rows, cols, R, C, lam, repeats):
     out = np.empty(rows.shape[0])
     rates_kernel(rows, cols, R, C, lam, out)                    # compile / warm caches
-    return time_calls(lambda: rates_kernel(rows, cols, R, C, lam, out), max(repeats, 10))
+    return time_calls(lambda: rates_kernel(rows, cols, R, C, lam, out), max(repeats, 10), best=True)
 
 
 def reference_kernel_seconds(X, T, repeats, seed=0):
@@ -163,6 +170,49 @@ def reference_kernel_seconds(X, T, repeats, seed=0):
     out = np.empty(rows.shape[0])
     rates_kernel(rows, cols, U, V, lam, out)
     return time_calls(lambda: rates_kernel(rows, cols, U, V, lam, out), max(3 * repeats, 20), best=True)[2]
+
+
+@njit
+def _uniforms(rng, n):
+    """n draws of ``rng.random()`` (their sum, so that none is optimised away)."""
+    s = 0.0
+    for _ in range(n):
+        s += rng.random()
+    return s
+
+
+def uniform_seconds(n, repeats, seed=0):
+    """Minimum CPU seconds of ``n`` uniforms from numpy's generator, drawn one by one in numba as
+    the m-step, the z-step and the birth-death moves draw them."""
+    rng = np.random.default_rng(seed)
+    _uniforms(rng, 10)
+    return time_calls(lambda: _uniforms(rng, n), repeats, best=True)[2]
+
+
+def factor_draw_seconds(model, st, repeats, seed=0):
+    """Minimum CPU seconds of the factor draws of one sweep alone, at the state ``st`` of a fit: the
+    (I + J) T gamma draws of U and V (EPM, CEPM: ``gamma_epm.sample_factors``, Eqs. (15)-(16)) or
+    the 2 T Dirichlet columns of phi and psi (DEPM: ``depm.sample_dirichlet_columns``, Eqs. (30)-(31)),
+    with the state's counts and hyperparameters, into scratch arrays (the state is not changed)."""
+    rng = np.random.default_rng(seed)
+    m_ik, m_jk, h, lam = st["m_ik"], st["m_jk"], st["h"], st["lam"]
+    if model == "DEPM":
+        phi, psi = np.empty_like(st["phi"]), np.empty_like(st["psi"])
+
+        def draws():
+            depm.sample_dirichlet_columns(rng, m_ik, h[depm.ALPHA1], phi)
+            depm.sample_dirichlet_columns(rng, m_jk, h[depm.ALPHA2], psi)
+    else:
+        U, V = st["U"], st["V"]
+        sumU, sumV = U.sum(axis=0), V.sum(axis=0)
+        U2, V2 = np.empty_like(U), np.empty_like(V)
+        ge = gamma_epm
+
+        def draws():
+            ge.sample_factors(rng, m_ik, h[ge.A1], h[ge.B1], sumV, lam, U2)
+            ge.sample_factors(rng, m_jk, h[ge.A2], h[ge.B2], sumU, lam, V2)
+    draws()
+    return time_calls(draws, repeats, best=True)[2]
 
 
 def bench_truncated(X, model, T, repeats, warmup, seed):
@@ -188,9 +238,12 @@ def bench_truncated(X, model, T, repeats, warmup, seed):
                                 cepm, float(I), float(J), False, grid)
     sweep()                                                      # warm-up call
     wall, cpu, cpu_min = time_calls(sweep, repeats, best=True)
-    kwall, kcpu = kernel_seconds(rows, cols, R, C, lam, repeats)
-    return dict(model=f"{model}-{T}", T=T, K=int(np.count_nonzero(m_k)), M=int(m_k.sum()),
-                wall=wall, cpu=cpu, cpu_min=cpu_min, kernel_wall=kwall, kernel_cpu=kcpu)
+    kwall, kcpu, kmin = kernel_seconds(rows, cols, R, C, lam, repeats)
+    M = int(m_k.sum())
+    return dict(model=f"{model}-{T}", T=T, K=int(np.count_nonzero(m_k)), M=M,
+                wall=wall, cpu=cpu, cpu_min=cpu_min, kernel_wall=kwall, kernel_cpu=kcpu, kernel_cpu_min=kmin,
+                n_uniforms=int(rows.shape[0]) + M, uniforms_cpu=uniform_seconds(int(rows.shape[0]) + M, repeats),
+                factors_cpu=factor_draw_seconds(model, st, repeats))
 
 
 def bench_idepm(X, repeats, settle, seed, K_init):
@@ -222,12 +275,24 @@ def bench_idepm(X, repeats, settle, seed, K_init):
     parameters()
     wall, cpu, cpu_min = time_calls(sweep, repeats, best=True)
     _, pcpu = time_calls(parameters, repeats)
-    kwall, kcpu = kernel_seconds(rows, cols, *s["params"], repeats)
+    kwall, kcpu, kmin = kernel_seconds(rows, cols, *s["params"], repeats)
+    n_unif = int(s["z"].shape[0]) + int(rows.shape[0])      # a z-step draw per customer, a move's per one
     n = settle // 4 or 1
     return dict(model=f"IDEPM (K_init {K_init})", T=None, K=int(s["K"]), M=int(s["z"].shape[0]),
                 K_settle=f"{r.K[-n:].min()}-{r.K[-n:].max()} over the last {n} settling sweeps",
                 M_settle=f"{int(r.M[-n])} -> {int(r.M[-1])}", predict_cpu=pcpu,
-                wall=wall, cpu=cpu, cpu_min=cpu_min, kernel_wall=kwall, kernel_cpu=kcpu)
+                wall=wall, cpu=cpu, cpu_min=cpu_min, kernel_wall=kwall, kernel_cpu=kcpu, kernel_cpu_min=kmin,
+                n_uniforms=n_unif, uniforms_cpu=uniform_seconds(n_unif, repeats), factors_cpu=0.0)
+
+
+def draw_floor(r):
+    """The floor of a sweep, in CPU seconds: its rates at the speed of light on its own atoms (the
+    kernel on the sampler's state, minimum), plus the uniforms it must draw one by one (the m-step's ZTP and seating draws,
+    nnz + M; the IDEPM's z-step and birth-or-death draws, M + nnz) and its factor draws (EPM, CEPM:
+    the (I + J) T gamma draws of U and V; DEPM: the 2 T Dirichlet columns), each timed alone. The
+    hyperparameter steps (CRT and Beta draws) are left out, so this is a lower bound: no sweep that
+    makes numpy's generator's draws can be faster."""
+    return r["kernel_cpu_min"] + r["uniforms_cpu"] + r["factors_cpu"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -291,8 +356,8 @@ def main(argv=None):
         print(f"## {short}: {what}\n")
         print(f"reference kernel at T = {a.ref_T}: {1e3 * ref:.2f} ms CPU (minimum)\n")
         print("| sampler | K | M | sweep s (CPU min) | sweep s (CPU median) | sweep s (wall) | kernel ms (CPU) "
-              f"| ratio (CPU) | x ref (T = {a.ref_T}) |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+              f"| ratio (CPU) | x ref (T = {a.ref_T}) | uniforms ms | factor draws ms | floor x ref |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for model in a.models:
             runs = []
             if model == "IDEPM":
@@ -301,11 +366,13 @@ def main(argv=None):
                 for T in a.T:
                     runs.append(bench_truncated(X, model, T, a.repeats, a.warmup, a.seed))
             for r in runs:
+                floor = draw_floor(r)
                 r.update(dataset=short, data=what, ratio=r["cpu"] / r["kernel_cpu"], ref_T=a.ref_T,
-                         ref_kernel_cpu=ref, x_ref=r["cpu_min"] / ref)
+                         ref_kernel_cpu=ref, x_ref=r["cpu_min"] / ref, floor_cpu=floor, x_floor=floor / ref)
                 results.append(r)
                 print(f"| {r['model']} | {r['K']} | {r['M']:,} | {r['cpu_min']:.4f} | {r['cpu']:.4f} | "
-                      f"{r['wall']:.4f} | {1e3 * r['kernel_cpu']:.2f} | {r['ratio']:.1f} | {r['x_ref']:.1f} |",
+                      f"{r['wall']:.4f} | {1e3 * r['kernel_cpu']:.2f} | {r['ratio']:.1f} | {r['x_ref']:.1f} | "
+                      f"{1e3 * r['uniforms_cpu']:.1f} | {1e3 * r['factors_cpu']:.1f} | {r['x_floor']:.1f} |",
                       flush=True)
         for r in results:
             if r["dataset"] == short and r["model"].startswith("IDEPM"):
