@@ -151,18 +151,25 @@ def _grow(tab):
     return Tables(a, b, c, d, e, f)
 
 
+@njit(cache=True, inline="always")
+def _open_atom(active, pos, n_active):
+    """Append the smallest free atom id to the active list (there must be room: n_active below the
+    capacity). Returns the new id."""
+    knew = 0
+    while pos[knew] >= 0:                   # fewer than capacity ids are in use
+        knew += 1
+    active[n_active] = knew
+    pos[knew] = n_active
+    return knew
+
+
 @njit(cache=True)
 def _new_atom(tab, n_active):
     """Open an empty atom with the smallest free id, appended to the active list (the tables grow
     when full). Returns the tables, n_active + 1 and the new id."""
     if n_active == tab.C_k.shape[0]:
         tab = _grow(tab)
-    pos = tab.pos
-    knew = 0
-    while pos[knew] >= 0:                   # fewer than capacity ids are in use
-        knew += 1
-    tab.active[n_active] = knew
-    pos[knew] = n_active
+    knew = _open_atom(tab.active, tab.pos, n_active)
     return tab, n_active + 1, knew
 
 
@@ -298,33 +305,69 @@ def _seating_pass(rng, ones, offsets, z, tab, n_active, zp, reseat, n_moves):
     count follows the Poisson of Eq. (1) without the truncation at 1 that x_ij = 1 imposes, so a
     death may remove their last customer (and a birth start from none).
     """
-    rows, cols, n_ones = ones.rows, ones.cols, ones.n_ones
-    Ia1, Ja2, alpha1, alpha2, w_new, c0 = zp
+    C_i, C_j, C_k, g, active, pos = tab
+    Ia1, Ja2 = zp.Ia1, zp.Ja2
     # While a customer is out for reseating, g_k stays the factor of the full count; the weight of
     # the customer's own atom uses gm_k = factor(c_k - 1) instead. Both change only when the
     # customer moves, so most reseatings need no division on their critical path.
-    nnz = rows.shape[0]
-    # The loop works on the arrays as locals, made into Tables only for the helpers (inlined) and
-    # unpacked again only when _new_atom grows them: a Tables unpacked at every customer costs
-    # reference counts in the inner loop (the pass ran about 20% slower on MovieLens100K).
-    C_i, C_j, C_k, g, active, pos = tab
-    cap = C_k.shape[0]
-    gm = np.zeros(cap)
+    gm = np.zeros(C_k.shape[0])
     for a in range(n_active):
         k = active[a]
         gm[k] = atom_factor(C_k[k] - 1.0, Ia1, Ja2)
-    w = np.empty(cap + 1)
-    P = np.empty(cap // 4 + 2)          # block sums of w (common.block_cdf)
+    w = np.empty(C_k.shape[0] + 1)
+    P = np.empty(C_k.shape[0] // 4 + 2)     # block sums of w (common.block_cdf)
+    nnz = ones.rows.shape[0]
     new_off = np.empty(nnz + 1, dtype=np.int64)
     new_z = np.empty(z.shape[0] + nnz * n_moves + 16, dtype=np.int64)
-    M = 0
     new_off[0] = 0
-    k = -1
-    for e in range(nnz):
+    at = np.zeros(_AT_SIZE, dtype=np.int64)  # where _seat_ones stopped (see there)
+    at[_AT_S] = offsets[0]
+    at[_AT_K] = -1
+    at[_AT_N] = n_active
+    while not _seat_ones(rng, ones, offsets, z, new_off, new_z, C_i, C_j, C_k, g, active, pos, gm, w, P,
+                         zp, reseat, n_moves, at):
+        # the tables are full and the next step may open an atom: twice the room (w is kept: a
+        # birth reuses the weights of its one's last reseating)
+        C_i, C_j, C_k, g, active, pos = _grow(Tables(C_i, C_j, C_k, g, active, pos))
+        gm = _zero_padded(gm, C_k.shape[0])
+        w = _zero_padded(w, C_k.shape[0] + 1)
+        P = np.empty(C_k.shape[0] // 4 + 2)
+    M = at[_AT_M]
+    return new_off, new_z[:M].copy(), Tables(C_i, C_j, C_k, g, active, pos), at[_AT_N]
+
+
+#: the places in ``_seat_ones``' position array ``at``: the entry, the next customer (index into z),
+#: the next move, the number of customers written, the first of the entry's, the atom of the
+#: entry's last reseated customer (-1: none yet) and the number of active atoms
+_AT_E, _AT_S, _AT_MOVE, _AT_M, _AT_START, _AT_K, _AT_N, _AT_SIZE = 0, 1, 2, 3, 4, 5, 6, 7
+
+
+@njit(cache=True, _nrt=False)
+def _seat_ones(rng, ones, offsets, z, new_off, new_z, C_i, C_j, C_k, g, active, pos, gm, w, P, zp, reseat,
+               n_moves, at):
+    """The loop of ``_seating_pass``, from the place ``at`` (see ``_AT_E``...) to the end of the ones,
+    on arrays that it never replaces: it stops, returning False with ``at`` saying where, before a
+    reseating or a move when the tables are full (the step might open an atom); ``_seating_pass``
+    then grows them and calls it again. Returns True at the end (``at`` holds M and n_active).
+
+    Compiled without numba's reference counting (``_nrt=False``: it allocates nothing): with it, the
+    arrays passed to the inlined helpers were counted at every customer."""
+    rows, cols, n_ones = ones.rows, ones.cols, ones.n_ones
+    Ia1, Ja2, alpha1, alpha2, w_new, c0 = zp
+    cap = C_k.shape[0]
+    nnz = rows.shape[0]
+    e, s0, move0, M, start, k, n_active = (at[_AT_E], at[_AT_S], at[_AT_MOVE], at[_AT_M], at[_AT_START],
+                                          at[_AT_K], at[_AT_N])
+    while e < nnz:
         i = rows[e]
         j = cols[e]
-        start = M
-        for s in range(offsets[e], offsets[e + 1]):
+        if s0 == offsets[e] and move0 == 0:
+            start = M
+        for s in range(s0, offsets[e + 1]):
+            if reseat and n_active == cap:
+                at[_AT_E], at[_AT_S], at[_AT_MOVE], at[_AT_M], at[_AT_START], at[_AT_K], at[_AT_N] = (
+                    e, s, 0, M, start, k, n_active)
+                return False
             kold = z[s]
             new_z[M] = kold
             M += 1
@@ -339,13 +382,9 @@ def _seating_pass(rng, ones, offsets, z, tab, n_active, zp, reseat, n_moves):
                 total = _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, kold,
                                  gm[kold])
             a = draw_categorical(rng, w, n_active + 1, P, total)
-            if a == n_active:                   # open a new atom
-                grown, n_active, k = _new_atom(Tables(C_i, C_j, C_k, g, active, pos), n_active)
-                if gm.shape[0] < grown.C_k.shape[0]:    # the tables grew (w is kept: see the birth)
-                    C_i, C_j, C_k, g, active, pos = grown
-                    gm = _zero_padded(gm, C_k.shape[0])
-                    w = _zero_padded(w, C_k.shape[0] + 1)
-                    P = np.empty(C_k.shape[0] // 4 + 2)
+            if a == n_active:                   # open a new atom (there is room)
+                k = _open_atom(active, pos, n_active)
+                n_active += 1
             else:
                 k = active[a]
             if k == kold and not closed:        # stays: nothing changes
@@ -362,7 +401,12 @@ def _seating_pass(rng, ones, offsets, z, tab, n_active, zp, reseat, n_moves):
             C_k[k] += 1.0
             gm[k] = g[k]
             g[k] = atom_factor(C_k[k], Ia1, Ja2)
-        for move in range(n_moves):
+        s0 = offsets[e + 1]
+        for move in range(move0, n_moves):
+            if n_active == cap:
+                at[_AT_E], at[_AT_S], at[_AT_MOVE], at[_AT_M], at[_AT_START], at[_AT_K], at[_AT_N] = (
+                    e, s0, move, M, start, k, n_active)
+                return False
             n = M - start
             u = rng.random()
             if u < 0.5:                                             # birth
@@ -378,12 +422,8 @@ def _seating_pass(rng, ones, offsets, z, tab, n_active, zp, reseat, n_moves):
                 if (u + u) * (c0 + 1.0) * (n + 1) < F:             # 2u ~ U(0, 1) given u < 1/2
                     a = draw_categorical(rng, w, n_active + 1, P, F)
                     if a == n_active:
-                        grown, n_active, k = _new_atom(Tables(C_i, C_j, C_k, g, active, pos), n_active)
-                        if gm.shape[0] < grown.C_k.shape[0]:
-                            C_i, C_j, C_k, g, active, pos = grown
-                            gm = _zero_padded(gm, C_k.shape[0])
-                            w = np.empty(C_k.shape[0] + 1)
-                            P = np.empty(C_k.shape[0] // 4 + 2)
+                        k = _open_atom(active, pos, n_active)
+                        n_active += 1
                     else:
                         k = active[a]
                     gm[k] = g[k]
@@ -406,7 +446,11 @@ def _seating_pass(rng, ones, offsets, z, tab, n_active, zp, reseat, n_moves):
                         pos[kd] = n_minus
                     _add_customer(i, j, kd, Tables(C_i, C_j, C_k, g, active, pos), zp)
         new_off[e + 1] = M
-    return new_off, new_z[:M].copy(), Tables(C_i, C_j, C_k, g, active, pos), n_active
+        move0 = 0
+        e += 1
+    at[_AT_E], at[_AT_S], at[_AT_MOVE], at[_AT_M], at[_AT_START], at[_AT_K], at[_AT_N] = (
+        e, s0, 0, M, start, k, n_active)
+    return True
 
 
 @njit(cache=True)
