@@ -43,7 +43,10 @@ import math
 from collections import namedtuple
 
 import numpy as np
-from numba import njit
+from llvmlite import ir as llvm_ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..distributions import sample_ztp, sample_gamma, sample_dirichlet, sample_categorical
 from .common import Ones, Prior, block_cdf, draw_categorical, seat_counts
@@ -83,6 +86,24 @@ Tables = namedtuple("Tables", ["C_i", "C_j", "C_k", "g", "active", "pos"])
 #: what the z-step weights (Eq. 6) and the birth-death moves depend on: ``Ia1`` = I alpha1,
 #: ``Ja2`` = J alpha2, alpha1, alpha2, ``w_new`` = gamma0/(I J) (a new atom's weight) and c0
 ZParams = namedtuple("ZParams", ["Ia1", "Ja2", "alpha1", "alpha2", "w_new", "c0"])
+
+
+@intrinsic
+def _prefetch(typingctx, arr, i, k):
+    """Ask the processor to start loading the cache line of ``arr[i, k]`` (2-d array; LLVM's
+    ``llvm.prefetch``: a read, kept in every cache level). A hint only: no value changes."""
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, args[1], sig.args[1], types.intp),
+               context.cast(builder, args[2], sig.args[2], types.intp)]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx)
+        i32 = llvm_ir.IntType(32)
+        fnty = llvm_ir.FunctionType(llvm_ir.VoidType(), [ptr.type, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [ptr, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+    return types.void(arr, i, k), codegen
 
 
 @njit(cache=True)
@@ -226,11 +247,13 @@ def _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, o
     total = 0.0
     P[0] = 0.0
     b = 0
+    # the ids are read as unsigned (np.uintp): numba then indexes with them without a test for
+    # negative indices (same loads, same values)
     while b + 4 <= n_active:
-        k0 = active[b]
-        k1 = active[b + 1]
-        k2 = active[b + 2]
-        k3 = active[b + 3]
+        k0 = np.uintp(active[b])
+        k1 = np.uintp(active[b + 1])
+        k2 = np.uintp(active[b + 2])
+        k3 = np.uintp(active[b + 3])
         x0 = g[k0] * (alpha1 + ci[k0]) * (alpha2 + cj[k0])
         x1 = g[k1] * (alpha1 + ci[k1]) * (alpha2 + cj[k1])
         x2 = g[k2] * (alpha1 + ci[k2]) * (alpha2 + cj[k2])
@@ -243,7 +266,7 @@ def _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, o
         b += 4
         P[b // 4] = total
     for a in range(b, n_active):
-        k = active[a]
+        k = np.uintp(active[a])
         w[a] = g[k] * (alpha1 + ci[k]) * (alpha2 + cj[k])
     w[n_active] = w_new
     if n_active + 1 - b == 4:
@@ -361,6 +384,13 @@ def _seat_ones(rng, ones, offsets, z, new_off, new_z, C_i, C_j, C_k, g, active, 
     while e < nnz:
         i = rows[e]
         j = cols[e]
+        if e + 1 < nnz:
+            # the next one's column counts, a row at random (often not in cache): the lines of its
+            # first 16 atom ids (the active ids after each sweep's relabel)
+            jn = cols[e + 1]
+            _prefetch(C_j, jn, 0)
+            _prefetch(C_j, jn, min(8, cap - 1))
+            _prefetch(C_j, jn, min(15, cap - 1))
         if s0 == offsets[e] and move0 == 0:
             start = M
         for s in range(s0, offsets[e + 1]):
