@@ -72,7 +72,8 @@ __all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES", "Seating", "Tables
 #     g_k = c_k / ((I alpha1 + c_k)(J alpha2 + c_k)),   so that   f_k = g_k (alpha1 + c_ik)(alpha2 + c_jk)
 # (Eq. 6 with J alpha2, erratum E5), updated whenever c_k changes. The weights are computed in
 # the order of the active list, four atoms at a time (``_weights``, inlined into the loops), and
-# a customer's atom is drawn by ``common.draw_categorical`` (the m-step's draw).
+# a customer's atom is drawn by ``common.draw_categorical`` (the m-step's draw; the seating pass
+# inlines it as ``_draw``, the same draw with its search within a block unrolled).
 # ---------------------------------------------------------------------------------------------
 
 #: the seating of the IDEPM's chain: ``offsets`` (nnz + 1) and ``z`` (M atom labels; the customers
@@ -296,6 +297,35 @@ def blocked_total(w, n):
     return block_cdf(w, n, np.empty(n // 4 + 1))
 
 
+@njit(cache=True, inline="always")
+def _draw(rng, w, n, P, total):
+    """``common.draw_categorical(rng, w, n, P, total)`` (the same uniform, the same index), with the
+    search within the block unrolled: its four running sums P[g] + w[4g] + ... are made in the same
+    order, and those past n (in a last, partial block) are made but not counted, so ``w`` needs room
+    for n + 3 values. The loop of the general form ran four times or n - 4G times depending on the
+    block drawn, a jump that the processor often mispredicted."""
+    if total > 0.0:
+        u = rng.random() * total
+        G = n // 4
+        lo = 0                  # first block g with P[g + 1] > u (G if none)
+        for g in range(1, G + 1):
+            lo += P[g] <= u
+        k0 = 4 * lo
+        m = min(4, n - k0)      # the weights in that block
+        a0 = P[lo] + w[k0]
+        a1 = a0 + w[k0 + 1]
+        a2 = a1 + w[k0 + 2]
+        a3 = a2 + w[k0 + 3]
+        c = ((a0 <= u) & (m > 0)) + ((a1 <= u) & (m > 1)) + ((a2 <= u) & (m > 2)) + ((a3 <= u) & (m > 3))
+        if c < m:
+            return k0 + c
+        for k in range(k0 + m - 1, -1, -1):     # rounding: the last positive weight
+            if w[k] > 0.0:
+                return k
+        return k0 + m - 1
+    return int(rng.random() * n)
+
+
 @njit(cache=True)
 def draw_seat(rng, w, n, total):
     """Index a < n drawn with probability w[a] / total (``total`` from :func:`seat_weights`):
@@ -337,7 +367,7 @@ def _seating_pass(rng, ones, offsets, z, tab, n_active, zp, reseat, n_moves):
     for a in range(n_active):
         k = active[a]
         gm[k] = atom_factor(C_k[k] - 1.0, Ia1, Ja2)
-    w = np.empty(C_k.shape[0] + 1)
+    w = np.empty(C_k.shape[0] + 4)         # weights (room for _draw's reads past them)
     P = np.empty(C_k.shape[0] // 4 + 2)     # block sums of w (common.block_cdf)
     nnz = ones.rows.shape[0]
     new_off = np.empty(nnz + 1, dtype=np.int64)
@@ -353,7 +383,7 @@ def _seating_pass(rng, ones, offsets, z, tab, n_active, zp, reseat, n_moves):
         # birth reuses the weights of its one's last reseating)
         C_i, C_j, C_k, g, active, pos = _grow(Tables(C_i, C_j, C_k, g, active, pos))
         gm = _zero_padded(gm, C_k.shape[0])
-        w = _zero_padded(w, C_k.shape[0] + 1)
+        w = _zero_padded(w, C_k.shape[0] + 4)
         P = np.empty(C_k.shape[0] // 4 + 2)
     M = at[_AT_M]
     return new_off, new_z[:M].copy(), Tables(C_i, C_j, C_k, g, active, pos), at[_AT_N]
@@ -411,7 +441,7 @@ def _seat_ones(rng, ones, offsets, z, new_off, new_z, C_i, C_j, C_k, g, active, 
             else:                               # counts still include the customer; see _weights
                 total = _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, kold,
                                  gm[kold])
-            a = draw_categorical(rng, w, n_active + 1, P, total)
+            a = _draw(rng, w, n_active + 1, P, total)
             if a == n_active:                   # open a new atom (there is room)
                 k = _open_atom(active, pos, n_active)
                 n_active += 1
@@ -450,7 +480,7 @@ def _seat_ones(rng, ones, offsets, z, new_off, new_z, C_i, C_j, C_k, g, active, 
                 else:
                     F = _weights(i, j, C_i, C_j, g, active, n_active, alpha1, alpha2, w_new, w, P, -1, 0.0)
                 if (u + u) * (c0 + 1.0) * (n + 1) < F:             # 2u ~ U(0, 1) given u < 1/2
-                    a = draw_categorical(rng, w, n_active + 1, P, F)
+                    a = _draw(rng, w, n_active + 1, P, F)
                     if a == n_active:
                         k = _open_atom(active, pos, n_active)
                         n_active += 1
