@@ -142,8 +142,9 @@ def test_draw_categorical_equals_binary_search_and_scan(T):
 
 
 @njit
-def _reference_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
-    """The m-step with one one at a time (the former ``_group_sums``) and the reference seating."""
+def _reference_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1):
+    """The m-step with one one at a time (the former ``_group_sums``) and the reference seating;
+    the entries e >= n_ones (when n_ones >= 0) are missing: a Poisson count, zero allowed."""
     I, T = R.shape
     Rl = common._scaled_rows(R, lam)
     G = T // 4
@@ -153,7 +154,7 @@ def _reference_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
         i = rows[e]
         j = cols[e]
         s = _reference_group_sums(Rl[i], C[j], P, G, T)
-        n = sample_ztp(rng, s)
+        n = sample_ztp(rng, s) if n_ones < 0 or e < n_ones else rng.poisson(s)
         M += n
         for _ in range(n):
             k = _reference_draw_atom(rng, s, P, G, T, Rl[i], C[j])
@@ -163,20 +164,27 @@ def _reference_latent_counts(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
     return M
 
 
-def _keeping_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k):
-    M, off, z = common.m_step(rng, common.ones_of(rows, cols), R, C, lam, common.Counts(m_ik, m_jk, m_k), True)
+def _keeping_seating(rng, rows, cols, R, C, lam, m_ik, m_jk, m_k, n_ones=-1):
+    M, off, z = common.m_step(rng, common.ones_of(rows, cols, n_ones), R, C, lam, common.Counts(m_ik, m_jk, m_k),
+                              True)
     assert off.shape[0] == rows.shape[0] + 1 and z.shape[0] == M == off[-1]
+    assert np.array_equal(np.bincount(z, minlength=m_k.shape[0]), m_k)     # the seating is the counts'
     return M
 
 
+@pytest.mark.parametrize("missing", [False, True])
 @pytest.mark.parametrize("T,nnz", [(1, 1), (5, 2), (8, 3), (13, 200), (128, 501)])
-def test_latent_counts_equal_one_at_a_time(T, nnz):
+def test_latent_counts_equal_one_at_a_time(T, nnz, missing):
+    """The m-step (common.m_step, its pair of entries at a time, blocked sums and buffered m_jk)
+    gives the reference's counts, customers and generator state: rates below and above 1 (the
+    factors are Gamma(0.5) and Gamma(1)), atoms switched off, missing entries (a Poisson count)."""
     rng = np.random.default_rng(nnz)
     I, J = 30, 40
     key = np.sort(rng.choice(I * J, nnz, replace=False))
     rows, cols = key // J, key % J
     R, C, lam = rng.gamma(0.5, 1.0, (I, T)), rng.gamma(0.5, 1.0, (J, T)), rng.gamma(1.0, 1.0, T)
     lam[rng.random(T) < 0.3] = 1e-300
+    n_ones = nnz // 2 if missing else -1
     out = []
     def seating_by_name(*args):                    # the former name, kept for chapter 13b
         return common.sample_latent_seating(*args)[0]
@@ -184,7 +192,7 @@ def test_latent_counts_equal_one_at_a_time(T, nnz):
     for fn in (_reference_latent_counts, common.sample_latent_counts, _keeping_seating, seating_by_name):
         g = np.random.default_rng(7)
         m = (np.zeros((I, T), np.int64), np.zeros((J, T), np.int64), np.zeros(T, np.int64))
-        M = fn(g, rows, cols, R, C, lam, *m)
+        M = fn(g, rows, cols, R, C, lam, *m, n_ones)
         out.append((M, *m, g.bit_generator.state))
     for other in out[1:]:
         assert out[0][0] == other[0] and out[0][4] == other[4]
