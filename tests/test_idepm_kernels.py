@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from epm_lib.models import idepm
+from epm_lib.models import common, idepm
 from epm_lib.models.common import ones_of as _ones
 from test_distributions import P_MIN, pooled_chisquare
 
@@ -260,3 +260,30 @@ def test_fused_pass_equals_the_plain_reference(seed):
         for x, y in zip(fast[:3], ref[:3]):
             assert np.array_equal(x[..., :y.shape[-1]], y)
     assert rf.random() == rr.random()                 # the same number of draws
+
+
+@njit(cache=True)
+def _both_draws(rs, r1, r2, N):
+    """N random weight vectors (n = 1..30: every shape of the last block; zeros, all-zero vectors,
+    weights over many orders of magnitude, NaN in the room past n): the index of common.draw_categorical and of
+    idepm._draw, each from its own generator of the same seed. Returns the number that differ."""
+    bad = 0
+    for _ in range(N):
+        n = 1 + rs.integers(0, 30)
+        w = np.empty(n + 3)
+        for k in range(n + 3):
+            w[k] = np.nan if k >= n else (0.0 if rs.random() < 0.3 else rs.random() ** 8 * 10.0 ** rs.integers(-20, 5))
+        if rs.random() < 0.05:
+            w[:n] = 0.0
+        P = np.empty(n // 4 + 1)
+        total = common.block_cdf(w, n, P)
+        bad += common.draw_categorical(r1, w, n, P, total) != idepm._draw(r2, w, n, P, total)
+    return bad
+
+
+def test_unrolled_draw_equals_draw_categorical():
+    """The seating pass draws through idepm._draw, common.draw_categorical with the search within a
+    block unrolled: the same index for the same uniform, and the same number of draws."""
+    r1, r2 = np.random.default_rng(8), np.random.default_rng(8)
+    assert _both_draws(np.random.default_rng(1), r1, r2, 200_000) == 0
+    assert r1.bit_generator.state == r2.bit_generator.state
