@@ -287,11 +287,12 @@ def bench_idepm(X, repeats, settle, seed, K_init):
 
 def draw_floor(r):
     """The floor of a sweep, in CPU seconds: its rates at the speed of light on its own atoms (the
-    kernel on the sampler's state, minimum), plus the uniforms it must draw one by one (the m-step's ZTP and seating draws,
-    nnz + M; the IDEPM's z-step and birth-or-death draws, M + nnz) and its factor draws (EPM, CEPM:
-    the (I + J) T gamma draws of U and V; DEPM: the 2 T Dirichlet columns), each timed alone. The
-    hyperparameter steps (CRT and Beta draws) are left out, so this is a lower bound: no sweep that
-    makes numpy's generator's draws can be faster."""
+    kernel on the sampler's state, minimum), plus the uniforms it must draw one by one (the
+    m-step's ZTP and seating draws, nnz + M; the IDEPM's z-step and birth-or-death draws, M + nnz)
+    and its factor draws (EPM, CEPM: the (I + J) T gamma draws of U and V; DEPM: the 2 T Dirichlet
+    columns, in log space), each timed alone. The hyperparameter steps (CRT and Beta draws) and the
+    moves' other draws are left out, so this is a lower bound: no sweep that makes the same draws
+    can be faster."""
     return r["kernel_cpu_min"] + r["uniforms_cpu"] + r["factors_cpu"]
 
 
