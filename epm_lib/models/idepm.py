@@ -49,7 +49,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..distributions import sample_ztp, sample_gamma, sample_dirichlet, sample_categorical
-from .common import Ones, Prior, block_cdf, draw_categorical, seat_counts
+from .common import Ones, Prior, block_cdf, draw_categorical, first_block_above, seat_counts
 from .depm import ALPHA1, ALPHA2, GAMMA0, C0, HYPER_NAMES, sample_concentration
 
 __all__ = ["ALPHA1", "ALPHA2", "GAMMA0", "C0", "HYPER_NAMES", "Seating", "Tables", "ZParams", "z_params",
@@ -306,10 +306,7 @@ def _draw(rng, w, n, P, total):
     block drawn, a jump that the processor often mispredicted."""
     if total > 0.0:
         u = rng.random() * total
-        G = n // 4
-        lo = 0                  # first block g with P[g + 1] > u (G if none)
-        for g in range(1, G + 1):
-            lo += P[g] <= u
+        lo = first_block_above(P, n // 4, u)
         k0 = 4 * lo
         m = min(4, n - k0)      # the weights in that block
         a0 = P[lo] + w[k0]
